@@ -1,0 +1,145 @@
+"""ADK service adapters on Django models.
+
+`DjangoSessionService` is a `google.adk.sessions.BaseSessionService` that any
+ADK `Runner` accepts unchanged::
+
+    from adkui.adk import DjangoSessionService
+    runner = Runner(agent=root_agent, app_name="my_app", session_service=DjangoSessionService())
+
+The adapters only translate: ADK calls come in, ADK objects go out, and the
+rules live in `sessions_app.services` (writes) and `sessions_app.selectors`
+(reads). Every async method has a `*_sync` twin for code without an event loop.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+import django
+from django.apps import apps
+
+if not apps.ready:  # a plain script: DJANGO_SETTINGS_MODULE (or our default) is all it needs
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
+    django.setup()
+
+from asgiref.sync import sync_to_async  # noqa: E402
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
+from google.adk.sessions.session import Session
+from typing_extensions import override
+
+from sessions_app import selectors, services
+from sessions_app.models import Session as SessionRow
+from sessions_app.services import SeenRevision, SessionKey
+
+
+def _adk_session(row: SessionRow, state: dict[str, Any], events: list[Event]) -> Session:
+    session = Session(
+        id=row.session_id,
+        app_name=row.app.name,
+        user_id=row.user_id,
+        state=state,
+        events=events,
+        last_update_time=row.update_time,
+    )
+    session._storage_update_marker = str(row.revision)
+    return session
+
+
+def _seen(session: Session) -> SeenRevision:
+    marker = session._storage_update_marker
+    return SeenRevision(
+        revision=int(marker) if marker is not None and marker.isdigit() else None,
+        last_update_time=session.last_update_time,
+        last_event_id=session.events[-1].id if session.events else None,
+    )
+
+
+class DjangoSessionService(BaseSessionService):
+    """ADK sessions, events and scoped state stored in Django models."""
+
+    # ---- sync implementations -------------------------------------------------
+
+    def create_session_sync(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: Optional[dict[str, Any]] = None,
+        session_id: Optional[str] = None,
+    ) -> Session:
+        row = services.session_create(app_name=app_name, user_id=user_id, session_id=session_id, state=state)
+        return _adk_session(row, selectors.session_merged_state(row), [])
+
+    def get_session_sync(
+        self, *, app_name: str, user_id: str, session_id: str, config: Optional[GetSessionConfig] = None
+    ) -> Optional[Session]:
+        row = selectors.session_find(app_name=app_name, user_id=user_id, session_id=session_id)
+        if row is None:
+            return None
+        config = config or GetSessionConfig()
+        data = selectors.session_event_data(
+            session=row, num_recent_events=config.num_recent_events, after_timestamp=config.after_timestamp
+        )
+        return _adk_session(row, selectors.session_merged_state(row), selectors.adk_events(data))
+
+    def list_sessions_sync(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
+        pairs = selectors.session_list(app_name=app_name, user_id=user_id)
+        return ListSessionsResponse(sessions=[_adk_session(row, state, []) for row, state in pairs])
+
+    def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        services.session_delete(key=SessionKey(app_name, user_id, session_id))
+
+    def get_user_state_sync(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return selectors.user_state_get(app_name=app_name, user_id=user_id)
+
+    def append_event_sync(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        row = services.event_append(
+            key=SessionKey(session.app_name, session.user_id, session.id), event=event, seen=_seen(session)
+        )
+        session._storage_update_marker = str(row.seq)
+        session.last_update_time = event.timestamp
+        return self._commit_event_to_session(session, event)
+
+    # ---- the async API ADK calls ---------------------------------------------
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: Optional[dict[str, Any]] = None,
+        session_id: Optional[str] = None,
+    ) -> Session:
+        return await sync_to_async(self.create_session_sync)(
+            app_name=app_name, user_id=user_id, state=state, session_id=session_id
+        )
+
+    @override
+    async def get_session(
+        self, *, app_name: str, user_id: str, session_id: str, config: Optional[GetSessionConfig] = None
+    ) -> Optional[Session]:
+        return await sync_to_async(self.get_session_sync)(
+            app_name=app_name, user_id=user_id, session_id=session_id, config=config
+        )
+
+    @override
+    async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
+        return await sync_to_async(self.list_sessions_sync)(app_name=app_name, user_id=user_id)
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        await sync_to_async(self.delete_session_sync)(app_name=app_name, user_id=user_id, session_id=session_id)
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await sync_to_async(self.get_user_state_sync)(app_name=app_name, user_id=user_id)
+
+    @override
+    async def append_event(self, session: Session, event: Event) -> Event:
+        return await sync_to_async(self.append_event_sync)(session, event)

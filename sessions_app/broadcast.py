@@ -1,0 +1,41 @@
+"""The only module that talks to the channel layer.
+
+Services call these functions from `transaction.on_commit`, so nothing is
+sent for a write that rolled back.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+if TYPE_CHECKING:
+    from .models import Event, Session
+
+
+def session_group(session_pk: int) -> str:
+    # Group names allow only ASCII letters, digits, -_. so use the pk, never ADK ids.
+    return f"session.{session_pk}"
+
+
+def app_group(app_pk: int) -> str:
+    return f"app.{app_pk}"
+
+
+def _send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(group, message)
+
+
+def event_appended(*, event: Event) -> None:
+    _send(session_group(event.session_id), {"type": "event.appended", "seq": event.seq})
+
+
+def session_created(*, session: Session) -> None:
+    _send(app_group(session.app_id), {"type": "session.created", "pk": session.pk})
+
+
+def session_deleted(*, session_pk: int) -> None:
+    _send(session_group(session_pk), {"type": "session.deleted", "pk": session_pk})

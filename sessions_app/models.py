@@ -1,0 +1,180 @@
+"""Storage for ADK sessions, named after ADK's own tables.
+
+An ADK `Event` is stored whole as its JSON (`Event.data`) beside the few columns
+we query by. State lives in one JSON object per scope row (`AppState`,
+`UserState`, `Session.state`), exactly as ADK's SQL services keep it, and every
+change to it is also written as a `StateChange` row at append time so diffs,
+key histories and "state as of an event" are queries, not replays.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+SCOPE_APP = "app"
+SCOPE_USER = "user"
+SCOPE_SESSION = "session"
+SCOPE_PREFIXES = {SCOPE_APP: "app:", SCOPE_USER: "user:", SCOPE_SESSION: ""}
+
+
+class App(models.Model):
+    name = models.CharField(max_length=255, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AppState(models.Model):
+    """`app:` state, shared by every user of one app (keys stored un-prefixed)."""
+
+    app = models.OneToOneField(App, on_delete=models.CASCADE, primary_key=True, related_name="app_state")
+    state = models.JSONField(default=dict, blank=True)
+    update_time = models.FloatField(default=0.0)
+
+    def __str__(self) -> str:
+        return f"app state of {self.app_id}"
+
+
+class UserState(models.Model):
+    """`user:` state, shared by one user's sessions of one app (keys un-prefixed)."""
+
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="user_states")
+    user_id = models.CharField(max_length=255)
+    state = models.JSONField(default=dict, blank=True)
+    update_time = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["app", "user_id"], name="unique_user_state")]
+
+    def __str__(self) -> str:
+        return f"user state of {self.user_id}"
+
+
+class SessionQuerySet(models.QuerySet["Session"]):
+    def for_key(self, *, app_name: str, user_id: str, session_id: str) -> SessionQuerySet:
+        return self.filter(app__name=app_name, user_id=user_id, session_id=session_id)
+
+
+class Session(models.Model):
+    """One ADK session. `state` holds only the session-scoped (un-prefixed) keys.
+
+    `revision` is bumped by every stored event and is also the sequence number
+    of the newest event, so it doubles as the stale-writer marker and the
+    event count.
+    """
+
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="sessions")
+    user_id = models.CharField(max_length=255)
+    session_id = models.CharField(max_length=255)
+    state = models.JSONField(default=dict, blank=True)
+    create_time = models.FloatField()
+    update_time = models.FloatField()
+    revision = models.PositiveBigIntegerField(default=0)
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["app", "user_id", "session_id"], name="unique_adk_session")
+        ]
+        indexes = [models.Index(fields=["app", "update_time"], name="session_app_update")]
+
+    def __str__(self) -> str:
+        return self.session_id
+
+    @property
+    def event_count(self) -> int:
+        return self.revision
+
+
+class EventQuerySet(models.QuerySet["Event"]):
+    def for_session(self, session: Session) -> EventQuerySet:
+        return self.filter(session=session).order_by("seq")
+
+
+class Event(models.Model):
+    """One stored ADK event: the full JSON plus indexed columns."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    event_id = models.CharField(max_length=255)
+    invocation_id = models.CharField(max_length=255, blank=True, default="")
+    author = models.CharField(max_length=255, blank=True, default="")
+    timestamp = models.FloatField()
+    branch = models.TextField(null=True, blank=True)
+    data = models.JSONField()
+    has_function_call = models.BooleanField(default=False)
+    has_function_response = models.BooleanField(default=False)
+    is_final_response = models.BooleanField(default=False)
+    error_code = models.CharField(max_length=255, null=True, blank=True)
+    # The newest StateChange id before this event's own changes were written:
+    # folding state back over the later changes (other than this event's own)
+    # gives the state as of this event in every scope.
+    state_mark = models.BigIntegerField(default=0)
+
+    objects = EventQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="unique_event_seq")]
+        indexes = [
+            models.Index(fields=["session", "invocation_id"], name="event_invocation"),
+            models.Index(fields=["session", "event_id"], name="event_adk_id"),
+            models.Index(fields=["session", "timestamp"], name="event_timestamp"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.author}"
+
+
+class StateChange(models.Model):
+    """One key changed in one scope by one event (or by a session's initial state).
+
+    Rows of `app` and `user` scope outlive the session that wrote them (their
+    links are set to NULL), because they are the history of shared state.
+    """
+
+    SCOPES = [(SCOPE_APP, "app"), (SCOPE_USER, "user"), (SCOPE_SESSION, "session")]
+
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="state_changes")
+    user_id = models.CharField(max_length=255)
+    session = models.ForeignKey(Session, on_delete=models.SET_NULL, null=True, related_name="state_changes")
+    event = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, related_name="state_changes")
+    seq = models.PositiveBigIntegerField(help_text="Sequence number of the event; 0 for initial state.")
+    scope = models.CharField(max_length=8, choices=SCOPES)
+    key = models.CharField(max_length=255, help_text="Key without its scope prefix.")
+    old_value = models.JSONField(null=True, blank=True)
+    new_value = models.JSONField(null=True, blank=True)
+    existed_before = models.BooleanField()
+    timestamp = models.FloatField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["session", "seq"], name="change_session_seq"),
+            models.Index(fields=["app", "scope", "key", "user_id"], name="change_key_history"),
+            models.Index(fields=["app", "scope", "user_id", "id"], name="change_scope_order"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.full_key} @ {self.seq}"
+
+    @property
+    def full_key(self) -> str:
+        return SCOPE_PREFIXES[self.scope] + self.key
+
+    @property
+    def is_cleared(self) -> bool:
+        return self.new_value is None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "key": self.full_key,
+            "old": self.old_value,
+            "new": self.new_value,
+            "existedBefore": self.existed_before,
+        }

@@ -1,0 +1,196 @@
+"""Writes. Every event, from any path, is stored by `event_append`.
+
+Each service runs in one transaction and broadcasts on commit, so a viewer
+never sees an event that was rolled back.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event as AdkEvent
+
+from . import broadcast
+from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
+from .scopes import json_safe_state, split_delta
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    """How ADK names a session: app, user and the session's own id."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class SeenRevision:
+    """What a writer last read of a session, to refuse a stale write.
+
+    `revision` is exact when the writer's session came from us; otherwise
+    (a session built by hand) ADK's fallback applies: stale when storage was
+    updated later and its newest event is not the writer's newest event.
+    """
+
+    revision: int | None
+    last_update_time: float
+    last_event_id: str | None
+
+
+STALE_MESSAGE = (
+    "The session was changed in storage after this copy of it was read "
+    "(stale writer). Please reload the session before appending more events."
+)
+
+
+def require_names(*, app_name: str, user_id: str) -> None:
+    if not isinstance(app_name, str) or not app_name.strip():
+        raise ValueError("app_name must be a non-empty string.")
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise ValueError("user_id must be a non-empty string.")
+
+
+def app_get_or_create(*, name: str) -> App:
+    app, _ = App.objects.get_or_create(name=name)
+    return app
+
+
+def session_create(
+    *, app_name: str, user_id: str, session_id: str | None = None, state: dict[str, Any] | None = None
+) -> Session:
+    require_names(app_name=app_name, user_id=user_id)
+    session_id = (session_id or "").strip() or str(uuid.uuid4())
+    delta = split_delta(json_safe_state(state or {}))
+    now = time.time()
+    try:
+        with transaction.atomic():
+            app = app_get_or_create(name=app_name)
+            if Session.objects.filter(app=app, user_id=user_id, session_id=session_id).exists():
+                raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+            session = Session.objects.create(
+                app=app, user_id=user_id, session_id=session_id, state={}, create_time=now, update_time=now
+            )
+            changes = _apply_delta(session=session, delta=delta, seq=0, timestamp=now)
+            if delta.session:
+                session.save(update_fields=["state"])
+            StateChange.objects.bulk_create(changes)
+            transaction.on_commit(lambda: broadcast.session_created(session=session))
+    except IntegrityError as exc:  # a concurrent create won the race for this id
+        raise AlreadyExistsError(f"Session with id {session_id} already exists.") from exc
+    return session
+
+
+def session_delete(*, key: SessionKey) -> None:
+    with transaction.atomic():
+        session = Session.objects.for_key(**key.__dict__).first()
+        if session is None:
+            return
+        # Session-scoped history dies with the session; app/user history stays.
+        StateChange.objects.filter(session=session, scope=SCOPE_SESSION).delete()
+        pk = session.pk
+        session.delete()
+        transaction.on_commit(lambda: broadcast.session_deleted(session_pk=pk))
+
+
+def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None = None) -> Event:
+    """Store one (non-partial) ADK event and apply its state delta, in one transaction.
+
+    The event's `state_delta` must already be free of `temp:` keys; its values
+    are replaced by their JSON form so the caller's copy equals what is stored.
+    """
+    safe_delta = json_safe_state(event.actions.state_delta or {})
+    event.actions.state_delta = safe_delta
+    data = event.model_dump(mode="json", exclude_none=True)
+    with transaction.atomic():
+        session = _lock_session(key)
+        _check_fresh(session, seen)
+        seq = session.revision + 1
+        mark = StateChange.objects.aggregate(m=Max("id"))["m"] or 0
+        changes = _apply_delta(session=session, delta=split_delta(safe_delta), seq=seq, timestamp=event.timestamp)
+        row = Event.objects.create(session=session, seq=seq, data=data, state_mark=mark, **_event_columns(event))
+        for change in changes:
+            change.event = row
+        StateChange.objects.bulk_create(changes)
+        session.revision = seq
+        session.update_time = event.timestamp
+        session.save(update_fields=["revision", "update_time", "state"])
+        transaction.on_commit(lambda: broadcast.event_appended(event=row))
+    return row
+
+
+def _lock_session(key: SessionKey) -> Session:
+    session = Session.objects.select_for_update().select_related("app").for_key(**key.__dict__).first()
+    if session is None:
+        raise SessionNotFoundError(
+            f"Session {key.session_id!r} of user {key.user_id!r} in app {key.app_name!r} not found."
+        )
+    return session
+
+
+def _check_fresh(session: Session, seen: SeenRevision | None) -> None:
+    if seen is None:
+        return
+    if seen.revision is not None:
+        if seen.revision != session.revision:
+            raise StaleSessionError(STALE_MESSAGE)
+        return
+    if session.update_time > seen.last_update_time:
+        newest = Event.objects.filter(session=session).order_by("-seq").values_list("event_id", flat=True).first()
+        if newest != seen.last_event_id:
+            raise StaleSessionError(STALE_MESSAGE)
+
+
+def _event_columns(event: AdkEvent) -> dict[str, Any]:
+    return {
+        "event_id": event.id,
+        "invocation_id": event.invocation_id or "",
+        "author": event.author or "",
+        "timestamp": event.timestamp,
+        "branch": event.branch,
+        "has_function_call": bool(event.get_function_calls()),
+        "has_function_response": bool(event.get_function_responses()),
+        "is_final_response": event.is_final_response(),
+        "error_code": str(event.error_code) if event.error_code is not None else None,
+    }
+
+
+def _apply_delta(*, session: Session, delta, seq: int, timestamp: float) -> list[StateChange]:
+    """Apply a split delta to the scope rows (locked) and describe each change."""
+    changes: list[StateChange] = []
+    for scope, values in delta.items():
+        if not values:
+            continue
+        holder = _scope_holder(session, scope)
+        for key, new in values.items():
+            existed = key in holder.state
+            changes.append(
+                StateChange(
+                    app=session.app, user_id=session.user_id, session=session, seq=seq, scope=scope, key=key,
+                    old_value=holder.state.get(key), new_value=new, existed_before=existed, timestamp=timestamp,
+                )
+            )
+            holder.state[key] = new
+        if holder is not session:
+            holder.update_time = timestamp
+            holder.save(update_fields=["state", "update_time"])
+    return changes
+
+
+def _scope_holder(session: Session, scope: str) -> Session | AppState | UserState:
+    """The row that holds one scope's state for this session, locked for update."""
+    if scope == SCOPE_SESSION:
+        return session
+    if scope == SCOPE_USER:
+        holder, _ = UserState.objects.select_for_update().get_or_create(app=session.app, user_id=session.user_id)
+        return holder
+    assert scope == SCOPE_APP
+    holder, _ = AppState.objects.select_for_update().get_or_create(app=session.app)
+    return holder
