@@ -68,7 +68,8 @@ class DjangoSessionService(BaseSessionService):
         state: Optional[dict[str, Any]] = None,
         session_id: Optional[str] = None,
     ) -> Session:
-        row = services.session_create(app_name=app_name, user_id=user_id, session_id=session_id, state=state)
+        created = services.session_create(app_name=app_name, user_id=user_id, session_id=session_id, state=state)
+        row = selectors.session_find(app_name=app_name, user_id=user_id, session_id=created.session_id)
         return _adk_session(row, selectors.session_merged_state(row), [])
 
     def get_session_sync(
@@ -78,7 +79,7 @@ class DjangoSessionService(BaseSessionService):
         if row is None:
             return None
         config = config or GetSessionConfig()
-        data = selectors.session_event_data(
+        data = selectors.session_event_json(
             session=row, num_recent_events=config.num_recent_events, after_timestamp=config.after_timestamp
         )
         return _adk_session(row, selectors.session_merged_state(row), selectors.adk_events(data))

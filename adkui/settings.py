@@ -94,7 +94,7 @@ def _database(url: str | None) -> dict:
         # at BEGIN so concurrent appenders queue on busy_timeout instead of
         # failing with "database is locked" when a read upgrades to a write.
         config["OPTIONS"] = {
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=20000;",
             "transaction_mode": "IMMEDIATE",
             "timeout": envint("SQLITE_BUSY_TIMEOUT", 30),
         }

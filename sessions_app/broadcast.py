@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 if TYPE_CHECKING:
     from .models import Event, Session
@@ -23,9 +23,17 @@ def app_group(app_pk: int) -> str:
     return f"app.{app_pk}"
 
 
+def _has_listeners(layer: Any, group: str) -> bool:
+    # The in-process layer knows its groups: with no viewer of this session
+    # in this process, sending (and rendering) would be wasted work.
+    if isinstance(layer, InMemoryChannelLayer):
+        return bool(layer.groups.get(group))
+    return True
+
+
 def _send(group: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
-    if layer is not None:
+    if layer is not None and _has_listeners(layer, group):
         async_to_sync(layer.group_send)(group, message)
 
 

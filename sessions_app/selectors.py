@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from google.adk.events.event import Event as AdkEvent
 
 from .models import App, AppState, Event, Session, UserState
@@ -34,16 +36,20 @@ def session_merged_state(session: Session) -> dict[str, Any]:
     return merge_state(app_state_of(session.app), user_state or {}, session.state)
 
 
-def session_event_data(
+def session_event_json(
     *, session: Session, num_recent_events: int | None = None, after_timestamp: float | None = None
-) -> list[dict[str, Any]]:
-    """Stored event JSON in append order, newest `num_recent_events` at most."""
+) -> list[str]:
+    """Stored event JSON text in append order, the newest `num_recent_events` at most.
+
+    Text, not decoded dicts: ADK's `Event.model_validate_json` parses it in one
+    step, which is the whole cost of reading a long session.
+    """
     if num_recent_events == 0:
         return []
     qs = Event.objects.filter(session=session)
     if after_timestamp:
         qs = qs.filter(timestamp__gte=after_timestamp)
-    qs = qs.order_by("-seq").values_list("data", flat=True)
+    qs = qs.order_by("-seq").values_list(Cast("data", TextField()), flat=True)
     if num_recent_events is not None:
         qs = qs[:num_recent_events]
     rows = list(qs)
@@ -51,8 +57,8 @@ def session_event_data(
     return rows
 
 
-def adk_events(rows: list[dict[str, Any]]) -> list[AdkEvent]:
-    return [AdkEvent.model_validate(row) for row in rows]
+def adk_events(rows: list[str]) -> list[AdkEvent]:
+    return [AdkEvent.model_validate_json(row) for row in rows]
 
 
 def session_list(*, app_name: str, user_id: str | None = None) -> list[tuple[Session, dict[str, Any]]]:

@@ -359,6 +359,22 @@ async def test_error_reply_yields_error_event() -> None:
     assert event.error_code == "RESOURCE_EXHAUSTED"
     assert event.error_message == "Quota exceeded."
     assert event.is_final_response()
+    assert event.usage_metadata is not None
+    assert event.usage_metadata.candidates_token_count == 0
+
+    # Errors leave nothing in the request, so a retry meets the same entry.
+    (retry,) = await ask(runner, session.id, "hi again")
+    assert retry.error_code == "RESOURCE_EXHAUSTED"
+
+
+async def test_empty_reply_becomes_adk_no_content_error() -> None:
+    agent = LlmAgent(name="assistant", model=ScriptedModel(replies=[Reply()]))
+    runner, sessions = make_runner(agent)
+    session = await new_session(sessions)
+
+    (event,) = await ask(runner, session.id, "hi")
+
+    assert event.error_code == "MODEL_RETURNED_NO_CONTENT"
 
 
 # --- 7. concurrency ---------------------------------------------------------

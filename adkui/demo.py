@@ -1,0 +1,40 @@
+"""The demo session a newcomer sees first: the trip planner run on a few messages."""
+from __future__ import annotations
+
+import asyncio
+
+from google.adk.runners import Runner
+from google.adk.sessions import Session
+from google.genai import types
+
+DEMO_APP, DEMO_USER, DEMO_SESSION = "trip_planner", "demo_user", "demo-session"
+DEMO_MESSAGES = [
+    "Hi there!",
+    "Please plan a trip to Lisbon",
+    "What is the weather in Lisbon?",
+    "And the weather in Atlantis?",
+]
+
+
+async def _run_demo() -> Session:
+    from adkui.adk import DjangoSessionService
+    from adkui.demo_agents.trip_planner.agent import root_agent
+
+    service = DjangoSessionService()
+    existing = await service.get_session(app_name=DEMO_APP, user_id=DEMO_USER, session_id=DEMO_SESSION)
+    if existing is not None:
+        return existing
+    await service.create_session(
+        app_name=DEMO_APP, user_id=DEMO_USER, session_id=DEMO_SESSION, state={"user:name": "Ada", "trip_budget": 1200}
+    )
+    runner = Runner(app_name=DEMO_APP, agent=root_agent, session_service=service)
+    for text in DEMO_MESSAGES:
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for _ in runner.run_async(user_id=DEMO_USER, session_id=DEMO_SESSION, new_message=message):
+            pass
+    return await service.get_session(app_name=DEMO_APP, user_id=DEMO_USER, session_id=DEMO_SESSION)
+
+
+def load_demo() -> Session:
+    """Create the demo session once (idempotent) by running the demo agent."""
+    return asyncio.run(_run_demo())

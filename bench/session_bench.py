@@ -1,0 +1,156 @@
+"""Session-service benchmark: DjangoSessionService beside ADK's own services.
+
+Appends N events (text + a 3-key delta across session and user scope) through
+each service's async API, as a Runner would, then reads the session back in
+full and with num_recent_events=50. Then grows one session to --big events
+(rows inserted directly, since only the read is measured) and times recent-50
+again, to show it does not grow with history length.
+
+    python bench/session_bench.py [--events 2000] [--big 100000] [--repeat 20]
+
+Our service runs on a fresh SQLite file (or DATABASE_URL if set); ADK's
+services run on SQLite files in the same temporary folder, in the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+TMP = Path(tempfile.mkdtemp(prefix="adkui-bench-"))
+os.environ.setdefault("DATABASE_URL", f"sqlite:///{TMP / 'adkui.sqlite3'}")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
+os.environ.setdefault("DEBUG", "0")  # DEBUG records every query: not what a deployment runs
+
+import django  # noqa: E402
+from asgiref.sync import sync_to_async  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from google.adk.events.event import Event  # noqa: E402
+from google.adk.events.event_actions import EventActions  # noqa: E402
+from google.adk.sessions.database_session_service import DatabaseSessionService  # noqa: E402
+from google.adk.sessions.sqlite_session_service import SqliteSessionService  # noqa: E402
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig  # noqa: E402
+from google.genai import types  # noqa: E402
+
+from adkui.adk import DjangoSessionService  # noqa: E402
+
+APP, USER = "bench_app", "bench_user"
+
+
+def make_event(i: int) -> Event:
+    return Event(
+        invocation_id=f"inv-{i // 4}",
+        author="agent" if i % 2 else "user",
+        content=types.Content(role="model", parts=[types.Part(text=f"message number {i} " + "lorem ipsum " * 8)]),
+        actions=EventActions(state_delta={"counter": i, "topic": f"t{i % 7}", "user:last_seen": i}),
+    )
+
+
+async def time_appends(service: BaseSessionService, n: int) -> tuple[str, float]:
+    session = await service.create_session(app_name=APP, user_id=USER)
+    events = [make_event(i) for i in range(n)]
+    start = time.perf_counter()
+    for event in events:
+        await service.append_event(session, event)
+    return session.id, n / (time.perf_counter() - start)
+
+
+async def time_read(service: BaseSessionService, session_id: str, repeat: int, recent: int | None) -> float:
+    config = GetSessionConfig(num_recent_events=recent) if recent else None
+    timings = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        session = await service.get_session(app_name=APP, user_id=USER, session_id=session_id, config=config)
+        timings.append((time.perf_counter() - start) * 1000)
+    assert session is not None and session.events
+    return statistics.median(timings)
+
+
+def grow_ours(session_id: str, total: int) -> None:
+    """Insert rows directly up to `total` events (the read is what we measure)."""
+    from sessions_app.models import Event as EventRow
+    from sessions_app.models import Session as SessionRow
+
+    row = SessionRow.objects.get(session_id=session_id)
+    data = make_event(0).model_dump(mode="json", exclude_none=True)
+    batch = []
+    for seq in range(row.revision + 1, total + 1):
+        batch.append(EventRow(session=row, seq=seq, event_id=f"e{seq}", author="agent", timestamp=1e9 + seq, data=data))
+        if len(batch) == 5000:
+            EventRow.objects.bulk_create(batch)
+            batch = []
+    EventRow.objects.bulk_create(batch)
+    SessionRow.objects.filter(pk=row.pk).update(revision=total, update_time=1e9 + total)
+
+
+def grow_adk_sqlite(db_path: Path, session_id: str, total: int, have: int) -> None:
+    event = make_event(0)
+    with sqlite3.connect(db_path) as db:
+        rows = []
+        for i in range(have, total):
+            event.id, event.timestamp = f"e{i}", 1e9 + i
+            rows.append((event.id, APP, USER, session_id, "inv", event.timestamp, event.model_dump_json(exclude_none=True)))
+        db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+async def run(args: argparse.Namespace) -> None:
+    adk_sqlite_path = TMP / "adk_sqlite.db"
+    services: dict[str, BaseSessionService] = {
+        "DjangoSessionService": DjangoSessionService(),
+        "ADK SqliteSessionService": SqliteSessionService(str(adk_sqlite_path)),
+        "ADK DatabaseSessionService": DatabaseSessionService(f"sqlite+aiosqlite:///{TMP / 'adk_db.db'}"),
+    }
+    results: dict[str, dict[str, float]] = {}
+    for name, service in services.items():
+        session_id, rate = await time_appends(service, args.events)
+        full = await time_read(service, session_id, args.repeat, None)
+        recent = await time_read(service, session_id, args.repeat, 50)
+        results[name] = {"appends_per_s": rate, "full_read_ms": full, "recent50_ms": recent, "session": session_id}
+        print(f"{name:28s} appends/s {rate:9.0f}   full read of {args.events} ms {full:8.2f}   recent-50 ms {recent:6.2f}")
+
+    if args.big:
+        ours = results["DjangoSessionService"]
+        await sync_to_async(grow_ours)(ours["session"], args.big)
+        big_ours = await time_read(services["DjangoSessionService"], ours["session"], args.repeat, 50)
+        adk = results["ADK SqliteSessionService"]
+        grow_adk_sqlite(adk_sqlite_path, adk["session"], args.big, args.events)
+        big_adk = await time_read(services["ADK SqliteSessionService"], adk["session"], args.repeat, 50)
+        print(f"recent-50 on a {args.big}-event session: DjangoSessionService {big_ours:.2f} ms, "
+              f"ADK SqliteSessionService {big_adk:.2f} ms")
+
+    ours, sqlite_, db_ = (results[k] for k in services)
+    print()
+    print(f"append throughput  vs ADK Sqlite: {ours['appends_per_s'] / sqlite_['appends_per_s']:.1f}x   "
+          f"vs ADK Database: {ours['appends_per_s'] / db_['appends_per_s']:.1f}x   (target >= 10x Sqlite)")
+    print(f"full read time     vs ADK Sqlite: {ours['full_read_ms'] / sqlite_['full_read_ms']:.2f}   "
+          f"vs ADK Database: {ours['full_read_ms'] / db_['full_read_ms']:.2f}   (target <= 0.33)")
+    print(f"recent-50 time     vs ADK Sqlite: {ours['recent50_ms'] / sqlite_['recent50_ms']:.2f}   "
+          f"vs ADK Database: {ours['recent50_ms'] / db_['recent50_ms']:.2f}")
+    print(json.dumps({"database": os.environ["DATABASE_URL"].split(":")[0], **{
+        k: {m: round(v, 2) for m, v in r.items() if m != "session"} for k, r in results.items()}}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=2000)
+    parser.add_argument("--big", type=int, default=100_000, help="events for the long-history recent-50 read (0: skip)")
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""The SQL of `services.event_append`, for SQLite and PostgreSQL.
+
+Plain statements on Django's own connection (so they run inside the caller's
+`transaction.atomic()`), against the tables of `models.py`. Locking: on
+PostgreSQL the session row, then the app row, then the user row are taken
+`FOR UPDATE`, always in that order; on SQLite the transaction is `BEGIN
+IMMEDIATE` (see settings), which serialises writers anyway.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from django.db.backends.utils import CursorWrapper
+
+from .models import SCOPE_APP, App, AppState, Event, Session, StateChange, UserState
+
+_S, _A, _E = Session._meta.db_table, App._meta.db_table, Event._meta.db_table
+_C, _AS, _US = StateChange._meta.db_table, AppState._meta.db_table, UserState._meta.db_table
+
+
+class Change(NamedTuple):
+    scope: str
+    key: str
+    old: Any
+    new: Any
+    existed: bool
+
+
+@dataclass
+class LockedSession:
+    pk: int
+    app_pk: int
+    user_id: str
+    revision: int
+    update_time: float
+    state: dict[str, Any]
+
+
+def _loads(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def _dumps(value: Any) -> str | None:
+    # SQL NULL stands for a None value, as Django's JSONField(null=True) stores it.
+    return None if value is None else json.dumps(value)
+
+
+class Statements:
+    def __init__(self, cursor: CursorWrapper) -> None:
+        self.cursor = cursor
+        postgres = cursor.db.vendor == "postgresql"
+        self.json = "%s::jsonb" if postgres else "%s"
+        self.for_update = " FOR UPDATE" if postgres else ""
+
+    def _one(self, sql: str, params: tuple) -> tuple | None:
+        self.cursor.execute(sql, params)
+        return self.cursor.fetchone()
+
+    def lock_session(self, app_name: str, user_id: str, session_id: str) -> LockedSession | None:
+        row = self._one(
+            f"SELECT s.id, s.app_id, s.revision, s.update_time, s.state FROM {_S} s JOIN {_A} a ON a.id = s.app_id"
+            f" WHERE a.name = %s AND s.user_id = %s AND s.session_id = %s"
+            + (" FOR UPDATE OF s" if self.for_update else ""),
+            (app_name, user_id, session_id),
+        )
+        if row is None:
+            return None
+        return LockedSession(row[0], row[1], user_id, row[2], row[3], _loads(row[4]) or {})
+
+    def newest_change_id(self) -> int:
+        return self._one(f"SELECT MAX(id) FROM {_C}", ())[0] or 0
+
+    def newest_event_id(self, session_pk: int) -> str | None:
+        row = self._one(f"SELECT event_id FROM {_E} WHERE session_id = %s ORDER BY seq DESC LIMIT 1", (session_pk,))
+        return row[0] if row else None
+
+    def _scope_where(self, scope: str, locked: LockedSession) -> tuple[str, str, tuple]:
+        if scope == SCOPE_APP:
+            return _AS, "app_id = %s", (locked.app_pk,)
+        return _US, "app_id = %s AND user_id = %s", (locked.app_pk, locked.user_id)
+
+    def lock_scope(self, scope: str, locked: LockedSession) -> dict[str, Any]:
+        table, where, params = self._scope_where(scope, locked)
+        select = f"SELECT state FROM {table} WHERE {where}{self.for_update}"
+        row = self._one(select, params)
+        if row is None:  # created lazily for sessions made before the row existed
+            columns = "app_id, state, update_time" if scope == SCOPE_APP else "app_id, user_id, state, update_time"
+            marks = ", ".join(["%s"] * len(params))
+            self.cursor.execute(
+                f"INSERT INTO {table} ({columns}) VALUES ({marks}, {self.json}, 0) ON CONFLICT DO NOTHING",
+                (*params, "{}"),
+            )
+            row = self._one(select, params)
+        return _loads(row[0]) or {}
+
+    def save_scope(self, scope: str, locked: LockedSession, state: dict[str, Any], now: float) -> None:
+        table, where, params = self._scope_where(scope, locked)
+        self.cursor.execute(
+            f"UPDATE {table} SET state = {self.json}, update_time = %s WHERE {where}", (json.dumps(state), now, *params)
+        )
+
+    def insert_event(self, e: Event) -> int:
+        return self._one(
+            f"INSERT INTO {_E} (session_id, seq, event_id, invocation_id, author, timestamp, branch, data,"
+            " has_function_call, has_function_response, is_final_response, error_code, state_mark)"
+            f" VALUES (%s, %s, %s, %s, %s, %s, %s, {self.json}, %s, %s, %s, %s, %s) RETURNING id",
+            (
+                e.session_id, e.seq, e.event_id, e.invocation_id, e.author, e.timestamp, e.branch, json.dumps(e.data),
+                e.has_function_call, e.has_function_response, e.is_final_response, e.error_code, e.state_mark,
+            ),
+        )[0]
+
+    def insert_changes(self, e: Event, locked: LockedSession, changes: list[Change]) -> None:
+        if not changes:
+            return
+        self.cursor.executemany(
+            f"INSERT INTO {_C} (app_id, user_id, session_id, event_id, seq, scope, key, old_value, new_value,"
+            f" existed_before, timestamp) VALUES (%s, %s, %s, %s, %s, %s, %s, {self.json}, {self.json}, %s, %s)",
+            [
+                (locked.app_pk, locked.user_id, locked.pk, e.pk, e.seq, c.scope, c.key, _dumps(c.old), _dumps(c.new),
+                 c.existed, e.timestamp)
+                for c in changes
+            ],
+        )
+
+    def bump_session(self, pk: int, revision: int, now: float, state: dict[str, Any] | None) -> None:
+        if state is None:
+            self.cursor.execute(f"UPDATE {_S} SET revision = %s, update_time = %s WHERE id = %s", (revision, now, pk))
+        else:
+            self.cursor.execute(
+                f"UPDATE {_S} SET revision = %s, update_time = %s, state = {self.json} WHERE id = %s",
+                (revision, now, json.dumps(state), pk),
+            )

@@ -1,0 +1,19 @@
+"""`manage.py up`: migrate, load the demo, and serve (HTTP + websockets) in one step."""
+from __future__ import annotations
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Migrate the database, load the demo session, and start the dev server (daphne, with websockets)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
+        parser.add_argument("--no-demo", action="store_true", help="do not load the demo session")
+
+    def handle(self, *args: object, addrport: str, no_demo: bool, **options: object) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        if not no_demo:
+            call_command("load_demo")
+        call_command("runserver", addrport, use_reloader=False)
