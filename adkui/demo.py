@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 
-from google.adk.runners import Runner
 from google.adk.sessions import Session
 from google.genai import types
 
@@ -18,7 +17,7 @@ DEMO_MESSAGES = [
 
 async def _run_demo() -> Session:
     from adkui.adk import DjangoSessionService
-    from adkui.demo_agents.trip_planner.agent import root_agent
+    from adkui.agents import make_runner
 
     service = DjangoSessionService()
     existing = await service.get_session(app_name=DEMO_APP, user_id=DEMO_USER, session_id=DEMO_SESSION)
@@ -27,7 +26,7 @@ async def _run_demo() -> Session:
     await service.create_session(
         app_name=DEMO_APP, user_id=DEMO_USER, session_id=DEMO_SESSION, state={"user:name": "Ada", "trip_budget": 1200}
     )
-    runner = Runner(app_name=DEMO_APP, agent=root_agent, session_service=service)
+    runner = make_runner(DEMO_APP, session_service=service)
     for text in DEMO_MESSAGES:
         message = types.Content(role="user", parts=[types.Part(text=text)])
         async for _ in runner.run_async(user_id=DEMO_USER, session_id=DEMO_SESSION, new_message=message):

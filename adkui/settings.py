@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "sessions_app",
+    "memory_app",
     "eval_app",
 ]
 

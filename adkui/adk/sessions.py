@@ -1,28 +1,12 @@
-"""ADK service adapters on Django models.
+"""`DjangoSessionService`: ADK sessions, events and scoped state in Django models.
 
-`DjangoSessionService` is a `google.adk.sessions.BaseSessionService` that any
-ADK `Runner` accepts unchanged::
-
-    from adkui.adk import DjangoSessionService
-    runner = Runner(agent=root_agent, app_name="my_app", session_service=DjangoSessionService())
-
-The adapters only translate: ADK calls come in, ADK objects go out, and the
-rules live in `sessions_app.services` (writes) and `sessions_app.selectors`
-(reads). Every async method has a `*_sync` twin for code without an event loop.
+Every async method has a `*_sync` twin for code without an event loop.
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Optional
 
-import django
-from django.apps import apps
-
-if not apps.ready:  # a plain script: DJANGO_SETTINGS_MODULE (or our default) is all it needs
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
-    django.setup()
-
-from asgiref.sync import sync_to_async  # noqa: E402
+from asgiref.sync import sync_to_async
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 from google.adk.sessions.session import Session

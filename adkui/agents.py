@@ -1,0 +1,98 @@
+"""Agent loading, like `adk web AGENTS_DIR`, through ADK's own `AgentLoader`.
+
+Each sub-package of the agents directory exposing `root_agent` (or an ADK
+`App`) is one app. A package that fails to import is reported with its
+traceback instead of taking the server down.
+"""
+from __future__ import annotations
+
+import functools
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from google.adk.agents.base_agent import BaseAgent
+from google.adk.apps.app import App as AdkApp
+from google.adk.cli.utils.agent_loader import AgentLoader
+from google.adk.runners import Runner
+
+
+@dataclass(frozen=True)
+class LoadedAgent:
+    name: str
+    root: BaseAgent | AdkApp | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.root is not None
+
+    @property
+    def description(self) -> str:
+        agent = self.root.root_agent if isinstance(self.root, AdkApp) else self.root
+        return getattr(agent, "description", "") or ""
+
+
+class AgentNotFound(LookupError):
+    pass
+
+
+def agents_dir() -> str:
+    return str(settings.ADKUI_AGENTS_DIR)
+
+
+@functools.lru_cache(maxsize=8)
+def _loader(directory: str) -> AgentLoader:
+    return AgentLoader(directory)
+
+
+def loader() -> AgentLoader:
+    return _loader(agents_dir())
+
+
+def agent_names() -> list[str]:
+    try:
+        return loader().list_agents()
+    except OSError:
+        return []
+
+
+def load(name: str) -> LoadedAgent:
+    """The agent (or ADK App) named `name`; a load error comes back as text."""
+    if name not in agent_names():
+        raise AgentNotFound(f"No agent named {name!r} in {agents_dir()}.")
+    try:
+        return LoadedAgent(name=name, root=loader().load_agent(name))
+    except Exception:  # an agent's own import error must not take the UI down
+        return LoadedAgent(name=name, error=traceback.format_exc())
+
+
+def make_runner(name: str, **services: Any) -> Runner:
+    """A Runner for agent `name` on our services (unless others are given).
+
+    Raises AgentNotFound, or RuntimeError carrying the load traceback.
+    """
+    loaded = load(name)
+    if not loaded.ok:
+        raise RuntimeError(f"Agent {name!r} failed to load:\n{loaded.error}")
+    from adkui.adk import DjangoSessionService
+
+    services.setdefault("session_service", DjangoSessionService())
+    for key, factory in _optional_services().items():
+        services.setdefault(key, factory())
+    if isinstance(loaded.root, AdkApp):
+        return Runner(app=loaded.root, app_name=name, **services)
+    return Runner(app_name=name, agent=loaded.root, **services)
+
+
+def _optional_services() -> dict[str, Any]:
+    """Artifact and memory services, once they exist in `adkui.adk`."""
+    import adkui.adk as adk
+
+    found = {}
+    for key, cls_name in (("artifact_service", "DjangoArtifactService"), ("memory_service", "DjangoMemoryService")):
+        cls = getattr(adk, cls_name, None)
+        if cls is not None:
+            found[key] = cls
+    return found

@@ -1,0 +1,1 @@
+/* adkui: small behaviours htmx does not cover. */
