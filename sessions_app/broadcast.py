@@ -31,19 +31,19 @@ def _has_listeners(layer: Any, group: str) -> bool:
     return True
 
 
-def _send(group: str, message: dict[str, Any]) -> None:
+def send(group: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is not None and _has_listeners(layer, group):
         async_to_sync(layer.group_send)(group, message)
 
 
 def event_appended(*, event: Event) -> None:
-    _send(session_group(event.session_id), {"type": "event.appended", "seq": event.seq})
+    send(session_group(event.session_id), {"type": "event.appended", "seq": event.seq})
 
 
 def session_created(*, session: Session) -> None:
-    _send(app_group(session.app_id), {"type": "session.created", "pk": session.pk})
+    send(app_group(session.app_id), {"type": "session.created", "pk": session.pk})
 
 
 def session_deleted(*, session_pk: int) -> None:
-    _send(session_group(session_pk), {"type": "session.deleted", "pk": session_pk})
+    send(session_group(session_pk), {"type": "session.deleted", "pk": session_pk})

@@ -75,6 +75,9 @@ class Session(models.Model):
     create_time = models.FloatField()
     update_time = models.FloatField()
     revision = models.PositiveBigIntegerField(default=0)
+    # The newest StateChange id before this session's initial state was written
+    # (see Event.state_mark): the "as of creation" point for time travel.
+    state_mark = models.BigIntegerField(default=0)
 
     objects = SessionQuerySet.as_manager()
 

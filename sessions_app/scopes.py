@@ -73,3 +73,12 @@ def merge_state(app_state: dict[str, Any], user_state: dict[str, Any], session_s
     merged.update({SCOPE_PREFIXES[SCOPE_APP] + k: v for k, v in app_state.items()})
     merged.update({SCOPE_PREFIXES[SCOPE_USER] + k: v for k, v in user_state.items()})
     return merged
+
+
+def split_key(full_key: str) -> tuple[str, str]:
+    """(scope, key without prefix) of a merged-view key such as `user:name`."""
+    if full_key.startswith(State.APP_PREFIX):
+        return SCOPE_APP, full_key.removeprefix(State.APP_PREFIX)
+    if full_key.startswith(State.USER_PREFIX):
+        return SCOPE_USER, full_key.removeprefix(State.USER_PREFIX)
+    return SCOPE_SESSION, full_key

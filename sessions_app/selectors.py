@@ -1,14 +1,18 @@
 """Reads: sessions, events and state, in ADK's shapes or ours."""
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import TextField
+from django.db.models import Case, Min, QuerySet, TextField, When
 from django.db.models.functions import Cast
 from google.adk.events.event import Event as AdkEvent
 
-from .models import App, AppState, Event, Session, UserState
-from .scopes import merge_state
+from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
+from .scopes import merge_state, split_key
+
+SCOPE_ORDER = (SCOPE_APP, SCOPE_USER, SCOPE_SESSION)
 
 
 def session_find(*, app_name: str, user_id: str, session_id: str) -> Session | None:
@@ -74,3 +78,81 @@ def session_list(*, app_name: str, user_id: str | None = None) -> list[tuple[Ses
     user_states = dict(users.values_list("user_id", "state"))
     app_state = app_state_of(app)
     return [(s, merge_state(app_state, user_states.get(s.user_id, {}), s.state)) for s in sessions]
+
+
+@dataclass
+class ScopedState:
+    """State split by scope, keys without their prefix."""
+
+    app: dict[str, Any]
+    user: dict[str, Any]
+    session: dict[str, Any]
+
+    def merged(self) -> dict[str, Any]:
+        return merge_state(self.app, self.user, self.session)
+
+    def by_scope(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(SCOPE_APP, self.app), (SCOPE_USER, self.user), (SCOPE_SESSION, self.session)]
+
+
+def current_state(session: Session) -> ScopedState:
+    user = UserState.objects.filter(app_id=session.app_id, user_id=session.user_id).values_list("state", flat=True)
+    app = AppState.objects.filter(app_id=session.app_id).values_list("state", flat=True)
+    return ScopedState(app=dict(app.first() or {}), user=dict(user.first() or {}), session=dict(session.state))
+
+
+def state_as_of(session: Session, seq: int) -> ScopedState:
+    """The state of every scope right after event `seq` (0: right after creation).
+
+    Starts from the stored state and undoes every later change: for each key
+    changed later, its value before the earliest such change. App and user
+    keys count changes by any session, ordered by change id; the session's
+    own changes count by sequence number. One grouped query per scope.
+    """
+    if seq == 0:
+        mark = session.state_mark
+    else:
+        mark = Event.objects.filter(session=session, seq=seq).values_list("state_mark", flat=True).first()
+        if mark is None:
+            raise Event.DoesNotExist(f"Session {session.session_id!r} has no event #{seq}.")
+    state = current_state(session)
+    later_shared = StateChange.objects.filter(app_id=session.app_id, id__gt=mark).exclude(session=session, seq=seq)
+    _undo(state.app, later_shared.filter(scope=SCOPE_APP))
+    _undo(state.user, later_shared.filter(scope=SCOPE_USER, user_id=session.user_id))
+    _undo(state.session, StateChange.objects.filter(session=session, scope=SCOPE_SESSION, seq__gt=seq))
+    return state
+
+
+def _undo(state: dict[str, Any], later: QuerySet[StateChange]) -> None:
+    first_ids = later.values("key").annotate(first=Min("id")).values("first")
+    for key, old, existed in StateChange.objects.filter(id__in=first_ids).values_list("key", "old_value", "existed_before"):
+        if existed:
+            state[key] = old
+        else:
+            state.pop(key, None)
+
+
+def changes_by_event(event_pks: list[int]) -> dict[int, list[StateChange]]:
+    """Each event's state changes (app, user, then session scope), for a page of events."""
+    grouped: dict[int, list[StateChange]] = defaultdict(list)
+    order = Case(*(When(scope=s, then=i) for i, s in enumerate(SCOPE_ORDER)))
+    for change in StateChange.objects.filter(event_id__in=event_pks).order_by(order, "id"):
+        grouped[change.event_id].append(change)
+    return grouped
+
+
+def initial_changes(session: Session) -> list[StateChange]:
+    order = Case(*(When(scope=s, then=i) for i, s in enumerate(SCOPE_ORDER)))
+    return list(StateChange.objects.filter(session=session, seq=0).order_by(order, "id"))
+
+
+def key_history(*, app: App, full_key: str, user_id: str | None = None, session: Session | None = None) -> QuerySet[StateChange]:
+    """Every change to one key, newest first. `app:` keys across the app,
+    `user:` keys across the user's sessions, other keys within one session."""
+    scope, key = split_key(full_key)
+    changes = StateChange.objects.filter(app=app, scope=scope, key=key).select_related("session", "event")
+    if scope == SCOPE_USER:
+        changes = changes.filter(user_id=user_id)
+    elif scope == SCOPE_SESSION:
+        changes = changes.filter(session=session)
+    return changes.order_by("-id")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Max
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -76,7 +77,8 @@ def session_create(
             if Session.objects.filter(app=app, user_id=user_id, session_id=session_id).exists():
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             session = Session.objects.create(
-                app=app, user_id=user_id, session_id=session_id, state=delta.session, create_time=now, update_time=now
+                app=app, user_id=user_id, session_id=session_id, state=delta.session, create_time=now,
+                update_time=now, state_mark=_newest_change_id(),
             )
             # Scope rows exist from the start, so appends only ever update them.
             AppState.objects.get_or_create(app=app)
@@ -128,6 +130,10 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
         sql.bump_session(locked.pk, row.seq, event.timestamp, locked.state if delta.session else None)
         transaction.on_commit(lambda: broadcast.event_appended(event=row))
     return row
+
+
+def _newest_change_id() -> int:
+    return StateChange.objects.aggregate(m=Max("id"))["m"] or 0
 
 
 def _check_fresh(sql: _append_sql.Statements, locked: _append_sql.LockedSession, seen: SeenRevision | None) -> None:
