@@ -134,6 +134,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Serve app and project static files without collectstatic (dev, tests);
+# production runs collectstatic and gets compressed, hashed files.
+WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = Path(os.environ.get("ADKUI_MEDIA_ROOT", BASE_DIR / "media"))
 
 REST_FRAMEWORK = {

@@ -1,16 +1,21 @@
 """The only module that talks to the channel layer.
 
 Services call these functions from `transaction.on_commit`, so nothing is
-sent for a write that rolled back.
+sent for a write that rolled back. A row is rendered once here, by the same
+partial as the page, and every viewer gets that HTML.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.template.loader import render_to_string
 
 if TYPE_CHECKING:
+    from google.adk.events.event import Event as AdkEvent
+
     from .models import Event, Session
 
 
@@ -31,18 +36,62 @@ def _has_listeners(layer: Any, group: str) -> bool:
     return True
 
 
+def stream_key(event_id: str) -> str:
+    """A DOM-safe key for the streamed row of an ADK event id (any string)."""
+    return hashlib.sha1(event_id.encode()).hexdigest()[:16]
+
+
 def send(group: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is not None and _has_listeners(layer, group):
         async_to_sync(layer.group_send)(group, message)
 
 
+def listened(group: str) -> bool:
+    layer = get_channel_layer()
+    return layer is not None and _has_listeners(layer, group)
+
+
+def render_rows(session: Session, views: list[Any]) -> str:
+    return "".join(
+        render_to_string("sessions_app/partials/event_row.html", {"view": v, "session": session, "oob": True})
+        for v in views
+    )
+
+
 def event_appended(*, event: Event) -> None:
-    send(session_group(event.session_id), {"type": "event.appended", "seq": event.seq})
+    from .timeline import views_for
+
+    group = session_group(event.session_id)
+    if not listened(group):
+        return
+    session = event.session
+    view = views_for(session, [event])[0]
+    html = render_rows(session, [view])
+    send(group, {"type": "event.appended", "html": html, "stream_key": stream_key(event.event_id), **view.meta()})
+
+
+def partial_event(*, session: Session, event: AdkEvent) -> None:
+    """A streaming chunk: never stored, shown in place until its final event lands."""
+    from .timeline import partial_view
+
+    group = session_group(session.pk)
+    if not listened(group):
+        return
+    context = {"view": partial_view(session, event), "key": stream_key(event.id)}
+    send(group, {
+        "type": "event.partial",
+        "stream_key": context["key"],
+        "first_html": render_to_string("sessions_app/partials/partial_row.html", context),
+        "next_html": render_to_string("sessions_app/partials/partial_chunk.html", context),
+    })
 
 
 def session_created(*, session: Session) -> None:
-    send(app_group(session.app_id), {"type": "session.created", "pk": session.pk})
+    group = app_group(session.app_id)
+    if listened(group):
+        html = render_to_string("sessions_app/partials/session_row.html", {"s": session, "oob": True})
+        send(group, {"type": "session.created", "html": html})
 
 
 def session_deleted(*, session_pk: int) -> None:

@@ -5,7 +5,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Case, Min, QuerySet, TextField, When
+from django.db.models import Case, Count, Min, QuerySet, TextField, When
 from django.db.models.functions import Cast
 from google.adk.events.event import Event as AdkEvent
 
@@ -156,3 +156,16 @@ def key_history(*, app: App, full_key: str, user_id: str | None = None, session:
     elif scope == SCOPE_SESSION:
         changes = changes.filter(session=session)
     return changes.order_by("-id")
+
+
+def session_counts() -> dict[str, int]:
+    return dict(App.objects.annotate(n=Count("sessions")).values_list("name", "n"))
+
+
+def user_ids(app: App, limit: int = 200) -> list[str]:
+    return list(Session.objects.filter(app=app).values_list("user_id", flat=True).distinct().order_by("user_id")[:limit])
+
+
+def changes_of(session: Session, seq: int) -> QuerySet[StateChange]:
+    """The changes one event made (seq 0: the initial state)."""
+    return StateChange.objects.filter(session=session, seq=seq)

@@ -132,6 +132,13 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
     return row
 
 
+def partial_event_show(*, key: SessionKey, event: AdkEvent) -> None:
+    """Show a streaming (partial) event to the session's viewers; it is never stored."""
+    session = Session.objects.for_key(**key.__dict__).first()
+    if session is not None:
+        broadcast.partial_event(session=session, event=event)
+
+
 def _newest_change_id() -> int:
     return StateChange.objects.aggregate(m=Max("id"))["m"] or 0
 

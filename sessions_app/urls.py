@@ -7,4 +7,10 @@ from . import views
 app_name = "sessions_app"
 urlpatterns = [
     path("", views.app_list, name="app_list"),
+    path("apps/<str:app_name>/", views.app_detail, name="app_detail"),
+    path("sessions/<int:pk>/", views.session_detail, name="session_detail"),
+    path("sessions/<int:pk>/events/", views.session_events, name="session_events"),
+    path("sessions/<int:pk>/state/", views.session_state, name="session_state"),
+    path("sessions/<int:pk>/key-history/", views.key_history, name="key_history"),
+    path("sessions/<int:pk>/delete/", views.session_delete, name="session_delete"),
 ]

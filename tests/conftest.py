@@ -1,15 +1,110 @@
 from __future__ import annotations
 
+import asyncio
+import os
+import shutil
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
-from asgiref.sync import SyncToAsync
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import connections
 
 from adkui.adk import DjangoSessionService
 
+CHROMIUM = os.environ.get("ADKUI_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+                 "--no-first-run", "--disable-component-update", "--disable-sync"]
+RESULTS = Path(__file__).resolve().parent.parent / "test-results"
+
+
+def close_worker_connections() -> None:
+    # Async code reaches the database from asgiref's worker thread; close that
+    # thread's connections so the test database can be flushed and dropped.
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+
 
 @pytest.fixture
-def service() -> DjangoSessionService:
+def service() -> Iterator[DjangoSessionService]:
     yield DjangoSessionService()
-    # Async tests reach the database from asgiref's worker thread; close that
-    # thread's connections so the test database can be dropped afterwards.
-    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+    close_worker_connections()
+
+
+class LiveServer:
+    """The ASGI app (HTTP + websockets) served by uvicorn in a thread of the
+    test process, so it shares the in-memory channel layer with `call()`."""
+
+    def __init__(self) -> None:
+        import uvicorn
+
+        from adkui.asgi import application
+
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        self.port = self._socket.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(application, log_level="warning", lifespan="off", ws="websockets")
+        self.server = uvicorn.Server(config)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            threading.Event().wait(0.02)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self.server.serve(sockets=[self._socket]))
+
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run sync `fn` as the server would (its loop, its worker thread), so
+        what it broadcasts reaches the server's websocket consumers."""
+        future = asyncio.run_coroutine_threadsafe(sync_to_async(fn)(*args, **kwargs), self.loop)
+        return future.result(timeout=60)
+
+    def stop(self) -> None:
+        self.call(connections.close_all)
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def live_server(django_db_setup: None) -> Iterator[LiveServer]:
+    server = LiveServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), f"Browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium)."
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.js_errors = errors
+    yield page
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        RESULTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(RESULTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

@@ -18,6 +18,8 @@ if not apps.ready:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
     django.setup()
 
+from .artifacts import DjangoArtifactService  # noqa: E402
+from .memory import DjangoMemoryService  # noqa: E402
 from .sessions import DjangoSessionService  # noqa: E402
 
-__all__ = ["DjangoSessionService"]
+__all__ = ["DjangoArtifactService", "DjangoMemoryService", "DjangoSessionService"]

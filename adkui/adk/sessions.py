@@ -80,6 +80,7 @@ class DjangoSessionService(BaseSessionService):
 
     def append_event_sync(self, session: Session, event: Event) -> Event:
         if event.partial:
+            services.partial_event_show(key=SessionKey(session.app_name, session.user_id, session.id), event=event)
             return event
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)

@@ -1,1 +1,80 @@
-/* adkui: small behaviours htmx does not cover. */
+/* adkui: the few behaviours htmx attributes do not cover. No build step. */
+(function () {
+  "use strict";
+
+  // The newest event this page holds: a reconnecting websocket resumes after it.
+  function lastSeq() {
+    let max = -1;
+    document.querySelectorAll("#timeline [data-seq]").forEach(function (el) {
+      const n = parseInt(el.dataset.seq, 10);
+      if (n > max) max = n;
+    });
+    return max;
+  }
+
+  // htmx's ws extension keeps the URL it first connected with; rewrite `after=`
+  // on every (re)connect so the server sends exactly what this page missed.
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!window.htmx) return;
+    const create = htmx.createWebSocket;
+    htmx.createWebSocket = function (url) {
+      const seq = lastSeq();
+      if (seq >= 0 && url.indexOf("after=") !== -1) url = url.replace(/after=\d+/, "after=" + seq);
+      return create ? create(url) : new WebSocket(url);
+    };
+  });
+
+  function setLive(on, text) {
+    const dot = document.getElementById("live-dot");
+    const label = document.getElementById("live-label");
+    if (dot) dot.classList.toggle("live", on);
+    if (label) label.textContent = text;
+  }
+  document.addEventListener("htmx:wsOpen", function () { setLive(true, "live"); });
+  document.addEventListener("htmx:wsClose", function () { setLive(false, "reconnecting…"); });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    const count = document.getElementById("event-count");
+    const seq = lastSeq();
+    if (count && seq > parseInt(count.textContent, 10)) count.textContent = seq;
+  });
+
+  function setInvocationHidden(invocation, hidden) {
+    document.querySelectorAll("#timeline .event[data-invocation]").forEach(function (el) {
+      if (el.dataset.invocation === invocation) el.hidden = hidden;
+    });
+    document.querySelectorAll("#timeline .inv-toggle").forEach(function (b) {
+      if (b.dataset.invocation === invocation) {
+        b.setAttribute("aria-expanded", String(!hidden));
+        b.textContent = hidden ? "▸" : "▾";
+      }
+    });
+  }
+
+  document.addEventListener("click", function (e) {
+    const toggle = e.target.closest(".inv-toggle");
+    if (toggle) {
+      setInvocationHidden(toggle.dataset.invocation, toggle.getAttribute("aria-expanded") === "true");
+      return;
+    }
+    if (e.target.closest("[data-collapse-all]")) {
+      const seen = new Set();
+      document.querySelectorAll("#timeline .inv-toggle").forEach(function (b) { seen.add(b.dataset.invocation); });
+      seen.forEach(function (inv) { setInvocationHidden(inv, true); });
+      return;
+    }
+    const tab = e.target.closest("[data-scope-tab]");
+    if (tab) {
+      const panel = tab.closest(".state-panel");
+      panel.querySelectorAll("[data-scope-tab]").forEach(function (b) { b.setAttribute("aria-selected", String(b === tab)); });
+      panel.querySelectorAll("tr.scope-row").forEach(function (row) {
+        row.hidden = tab.dataset.scopeTab !== "" && row.dataset.scope !== tab.dataset.scopeTab;
+      });
+      return;
+    }
+    const row = e.target.closest("#timeline .event");
+    if (row && !e.target.closest("a,button,summary,input,select,textarea,pre")) {
+      document.querySelectorAll("#timeline .event.selected").forEach(function (el) { el.classList.remove("selected"); });
+      row.classList.add("selected");
+    }
+  });
+})();

@@ -1,0 +1,123 @@
+"""Websocket consumers: join a group, forward pre-rendered HTML.
+
+The session stream resumes without gap or duplicate: the page (or the
+reconnecting client) says which sequence number it has (`?after=N`); the
+consumer joins the group first, then sends what came after N, and from then
+on forwards only newer events, fetching any it missed in between.
+"""
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from . import broadcast, timeline
+from .models import App, Session
+
+CLOSE_NOT_FOUND = 4404
+CATCH_UP_LIMIT = 500
+TOO_FAR_BEHIND = (
+    '<div id="stream-notice" hx-swap-oob="true" class="card">Many events arrived while this page was '
+    'disconnected. <a href="">Reload</a> to see them all.</div>'
+)
+
+
+def _query(scope: dict[str, Any]) -> dict[str, str]:
+    parsed = parse_qs(scope.get("query_string", b"").decode())
+    return {k: v[-1] for k, v in parsed.items()}
+
+
+@database_sync_to_async
+def _session(pk: int) -> Session | None:
+    return Session.objects.select_related("app").filter(pk=pk).first()
+
+
+@database_sync_to_async
+def _rows_after(session: Session, seq: int, filters: timeline.Filters) -> tuple[int, list[str], bool]:
+    """(the session's revision, rendered rows in (seq, revision], whether some were left out)."""
+    revision = Session.objects.filter(pk=session.pk).values_list("revision", flat=True).first() or 0
+    views = timeline.after(session, seq, upto=revision, filters=filters, limit=CATCH_UP_LIMIT + 1)
+    return revision, [broadcast.render_rows(session, [v]) for v in views[:CATCH_UP_LIMIT]], len(views) > CATCH_UP_LIMIT
+
+
+class SessionEventsConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        self.session = await _session(self.scope["url_route"]["kwargs"]["pk"])
+        if self.session is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        query = _query(self.scope)
+        self.filters = timeline.Filters.from_query(query)
+        self.last_seq = int(query["after"]) if query.get("after", "").isdigit() else self.session.revision
+        self.streaming: set[str] = set()
+        self.group = broadcast.session_group(self.session.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self._catch_up()
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "group", None):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def _catch_up(self) -> None:
+        revision, rows, left_out = await _rows_after(self.session, self.last_seq, self.filters)
+        if left_out:
+            await self.send(text_data=TOO_FAR_BEHIND)
+        for html in rows:
+            await self.send(text_data=html)
+        self.last_seq = max(self.last_seq, revision)
+
+    async def event_appended(self, message: dict[str, Any]) -> None:
+        if message["seq"] <= self.last_seq:
+            return  # already sent by the catch-up
+        if message["seq"] > self.last_seq + 1:
+            await self._catch_up()  # another writer's broadcast overtook this one
+            return
+        self.last_seq = message["seq"]
+        html = message["html"]
+        key = message.get("stream_key")
+        if key in self.streaming:
+            self.streaming.discard(key)
+            html = f'<div id="partial-{key}" hx-swap-oob="delete"></div>' + html
+        if self.filters.matches(message):
+            await self.send(text_data=html)
+
+    async def event_partial(self, message: dict[str, Any]) -> None:
+        if self.filters.active:
+            return
+        key = message["stream_key"]
+        first = key not in self.streaming
+        self.streaming.add(key)
+        await self.send(text_data=message["first_html"] if first else message["next_html"])
+
+    async def session_deleted(self, message: dict[str, Any]) -> None:
+        await self.send(text_data='<div id="session-gone" hx-swap-oob="true" class="card form-error">'
+                                  "This session was deleted.</div>")
+        await self.close()
+
+
+@database_sync_to_async
+def _app_exists(pk: int) -> bool:
+    return App.objects.filter(pk=pk).exists()
+
+
+class AppSessionsConsumer(AsyncWebsocketConsumer):
+    """New sessions of one app, for the session browser."""
+
+    async def connect(self) -> None:
+        pk = self.scope["url_route"]["kwargs"]["pk"]
+        if not await _app_exists(pk):
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.group = broadcast.app_group(pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "group", None):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def session_created(self, message: dict[str, Any]) -> None:
+        await self.send(text_data=message["html"])

@@ -1,0 +1,123 @@
+"""The session browser and the session page, through Django's test client."""
+from __future__ import annotations
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+from google.genai import types
+
+from sessions_app.models import Session as SessionRow
+
+pytestmark = pytest.mark.django_db(transaction=True)
+APP = "view_app"
+
+
+def say(service, session, text, *, author="agent", delta=None, **kwargs):
+    event = Event(
+        author=author, invocation_id=kwargs.pop("invocation_id", "inv-1"),
+        content=types.Content(role="model", parts=[types.Part(text=text)]),
+        actions=EventActions(state_delta=delta or {}), **kwargs,
+    )
+    service.append_event_sync(session, event)
+    return event
+
+
+@pytest.fixture
+def adk_session(service):
+    session = service.create_session_sync(app_name=APP, user_id="ann", session_id="s-1", state={"user:name": "Ann", "topic": "cats"})
+    say(service, session, "hello **world**", delta={"topic": "dogs", "user:name": None, "app:hits": 1})
+    return session
+
+
+def row(adk_session) -> SessionRow:
+    return SessionRow.objects.get(session_id=adk_session.id)
+
+
+def test_app_list_shows_demo_agent_and_stored_apps(client, adk_session):
+    html = client.get("/").content.decode()
+    assert "trip_planner" in html and APP in html
+
+
+def test_session_browser_filters_searches_and_counts(client, service, adk_session):
+    service.create_session_sync(app_name=APP, user_id="bob", session_id="other-77")
+    html = client.get(f"/apps/{APP}/").content.decode()
+    assert "s-1" in html and "other-77" in html
+    only_bob = client.get(f"/apps/{APP}/?user=bob").content.decode()
+    assert "other-77" in only_bob and ">s-1<" not in only_bob
+    searched = client.get(f"/apps/{APP}/?q=77").content.decode()
+    assert "other-77" in searched and ">s-1<" not in searched
+
+
+def test_unknown_app_and_session_are_404(client):
+    assert client.get("/apps/nope/").status_code == 404
+    assert client.get("/sessions/999999/").status_code == 404
+    assert client.get("/sessions/999999/state/?seq=1").status_code == 404
+
+
+def test_create_session_with_valid_and_invalid_state(client, adk_session):
+    response = client.post(f"/apps/{APP}/", {"user_id": "cy", "session_id": "new-one", "state": '{"user:a": 1, "b": 2}'})
+    created = SessionRow.objects.get(session_id="new-one")
+    assert response.status_code == 302 and response["Location"] == f"/sessions/{created.pk}/"
+    bad = client.post(f"/apps/{APP}/", {"user_id": "cy", "session_id": "broken", "state": '{"a": '})
+    assert bad.status_code == 200 and "Not valid JSON" in bad.content.decode()
+    not_object = client.post(f"/apps/{APP}/", {"user_id": "cy", "session_id": "broken", "state": "[1, 2]"})
+    assert "must be a JSON object" in not_object.content.decode()
+    duplicate = client.post(f"/apps/{APP}/", {"user_id": "cy", "session_id": "new-one", "state": ""})
+    assert "already exists" in duplicate.content.decode()
+    assert not SessionRow.objects.filter(session_id="broken").exists()
+    assert SessionRow.objects.filter(session_id="new-one").count() == 1
+
+
+def test_session_page_shows_timeline_diff_and_initial_state(client, adk_session):
+    html = client.get(f"/sessions/{row(adk_session).pk}/").content.decode()
+    assert "<strong>world</strong>" in html  # markdown rendered
+    assert "initial state" in html and "user:name" in html
+    assert 'class="changed"' in html and 'class="cleared"' in html and 'class="added"' in html
+    assert f'ws-connect="/ws/sessions/{row(adk_session).pk}/events/?after=1"' in html
+
+
+def test_agent_html_is_never_executed(client, service, adk_session):
+    say(service, adk_session, '<script>alert(1)</script><img src=x onerror="alert(2)"> [x](javascript:alert(3)) "\'><b',
+        delta={"evil": "<script>alert(4)</script>"})
+    html = client.get(f"/sessions/{row(adk_session).pk}/").content.decode()
+    assert "<script>alert" not in html and "onerror=" not in html and "javascript:alert" not in html
+    assert "&lt;script&gt;alert(4)" in html
+
+
+def test_state_as_of_an_event_and_key_history(client, service, adk_session):
+    pk = row(adk_session).pk
+    say(service, adk_session, "later", delta={"topic": "birds"})
+    first = client.get(f"/sessions/{pk}/state/?seq=1").content.decode()
+    assert "State as of #1" in first and "dogs" in first and "birds" not in first
+    initial = client.get(f"/sessions/{pk}/state/?seq=0").content.decode()
+    assert "cats" in initial and "Ann" in initial
+    history = client.get(f"/sessions/{pk}/key-history/?key=topic").content.decode()
+    newest, older = "&quot;dogs&quot;</span> → &quot;birds&quot;", "&quot;cats&quot;</span> → &quot;dogs&quot;"
+    assert history.index(newest) < history.index(older)
+
+
+def test_large_sessions_load_a_page_and_older_on_request(client, service, adk_session):
+    for i in range(120):
+        say(service, adk_session, f"message {i}", invocation_id=f"inv-{i // 10}")
+    pk = row(adk_session).pk
+    html = client.get(f"/sessions/{pk}/").content.decode()
+    assert "message 119" in html and "message 60" not in html and "Load older events" in html
+    older = client.get(f"/sessions/{pk}/events/?before=72").content.decode()
+    assert "message 69" in older and "message 20" in older and "message 70" not in older
+
+
+def test_filters_by_author_and_kind(client, service, adk_session):
+    say(service, adk_session, "from the user", author="user")
+    service.append_event_sync(adk_session, Event(author="agent", error_code="BOOM", error_message="it broke"))
+    pk = row(adk_session).pk
+    users = client.get(f"/sessions/{pk}/?author=user").content.decode()
+    assert "from the user" in users and "hello" not in users
+    errors = client.get(f"/sessions/{pk}/?kind=error").content.decode()
+    assert "it broke" in errors and "from the user" not in errors
+
+
+def test_delete_asks_then_deletes(client, adk_session):
+    pk = row(adk_session).pk
+    assert "Delete session" in client.get(f"/sessions/{pk}/delete/").content.decode()
+    response = client.post(f"/sessions/{pk}/delete/")
+    assert response.status_code == 302 and not SessionRow.objects.filter(pk=pk).exists()
