@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "template_partials",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "sessions_app",
     "memory_app",
     "eval_app",
@@ -142,7 +143,16 @@ MEDIA_ROOT = Path(os.environ.get("ADKUI_MEDIA_ROOT", BASE_DIR / "media"))
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
-SPECTACULAR_SETTINGS = {"TITLE": "adkui API", "VERSION": "0.1.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "adkui API",
+    "DESCRIPTION": "ADK's api-server routes (sessions, run, run_sse) on Django, plus paginated events, "
+                   "state as of an event and event ingest.",
+    "VERSION": "0.1.0",
+    # Swagger UI from the installed sidecar package, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
 
 # The folder of ADK agent packages, like `adk web AGENTS_DIR`.
 ADKUI_AGENTS_DIR = os.environ.get("ADKUI_AGENTS_DIR", str(BASE_DIR / "adkui" / "demo_agents"))

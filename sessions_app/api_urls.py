@@ -1,5 +1,72 @@
+"""`/api/` routes: ADK's api-server paths (no trailing slash, so ADK clients work
+unchanged), our additions beside them, and the OpenAPI schema and docs."""
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from collections.abc import Callable
+from typing import Any
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from django.urls import URLPattern, URLResolver, path
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.views import APIView
+
+from . import apis
+
+app_name = "sessions_api"
+
+
+def by_method(*operations: type[APIView]) -> Callable[..., HttpResponseBase]:
+    """One path, several APIs: ADK puts list and create (and get, patch, delete)
+    on one path, and Django routes by path alone, so dispatch on the HTTP method
+    to the one APIView implementing it.
+
+    `cls` is a class combining them, only so drf-spectacular's schema sees every
+    operation of the path; requests never instantiate it.
+    """
+    views: dict[str, Callable[..., HttpResponseBase]] = {}
+    for operation in operations:
+        for method in operation().allowed_methods:
+            if method != "OPTIONS":
+                views[method] = operation.as_view()
+    if "GET" in views:
+        views["HEAD"] = views["GET"]
+    allowed = ", ".join([*views, "OPTIONS"])
+
+    @csrf_exempt  # as DRF's own views: CSRF is for cookie-authenticated sessions only
+    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        handler = views.get(request.method or "")
+        if handler is not None:
+            return handler(request, *args, **kwargs)
+        if request.method == "OPTIONS":
+            response = operations[0].as_view()(request, *args, **kwargs)
+        else:
+            response = JsonResponse({"detail": f'Method "{request.method}" not allowed.'}, status=405)
+        response["Allow"] = allowed
+        return response
+
+    view.cls = type("".join(op.__name__ for op in operations), operations, {})  # type: ignore[attr-defined]
+    view.initkwargs = {}  # type: ignore[attr-defined]
+    return view
+
+
+SESSIONS = "apps/<str:app_name>/users/<str:user_id>/sessions"
+SESSION = SESSIONS + "/<str:session_id>"
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("list-apps", apis.AppListApi.as_view(), name="app-list"),
+    path(SESSIONS, by_method(apis.SessionListApi, apis.SessionCreateApi), name="sessions"),
+    path(
+        SESSION,
+        by_method(apis.SessionGetApi, apis.SessionCreateWithIdApi, apis.SessionUpdateApi, apis.SessionDeleteApi),
+        name="session",
+    ),
+    path("run", apis.RunApi.as_view(), name="run"),
+    path("run_sse", apis.RunSseApi.as_view(), name="run-sse"),
+    # Not in ADK's server:
+    path(SESSION + "/events", by_method(apis.EventListApi, apis.EventCreateApi), name="session-events"),
+    path(SESSION + "/state", apis.StateGetApi.as_view(), name="session-state"),
+    path(SESSION + "/stop", apis.RunStopApi.as_view(), name="session-stop"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", apis.ApiDocsView.as_view(url_name="sessions_api:schema"), name="docs"),
+]

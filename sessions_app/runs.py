@@ -2,8 +2,9 @@
 
 `run_agent` drives ADK's `Runner.run_async` on our session service and yields
 ADK events as they come (streaming fragments too). It never raises for what
-the agent does: an exception becomes a final error event that is also stored,
-so the timeline shows why the run ended, and the generator ends.
+the agent does: the exception ends the run and is in the session as an error
+event, so the timeline shows why the run ended. `sse_stream` frames a run as
+ADK's `/run_sse` does.
 
 Running invocations are kept in a registry so `stop_run` can abort them.
 The registry lives in this process only: with several workers, a stop must
@@ -15,16 +16,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import pydantic_core
 from google.adk.agents.invocation_context import new_invocation_context_id
 from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.auth.auth_credential import _redact_credential_secrets
+from google.adk.events._internal_metadata import public_event, public_session
 from google.adk.events.event import Event as AdkEvent
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
+from google.adk.sessions.session import Session as AdkSession
 from google.genai import types
 
 from adkui import agents
@@ -34,9 +40,6 @@ from .services import SessionKey
 logger = logging.getLogger(__name__)
 
 AGENT_ERROR = "AGENT_ERROR"
-# Where the error event keeps the exception's class name (ADK's SSE error
-# frame reports it separately from the message).
-ERROR_TYPE_KEY = "adkui_error_type"
 
 
 @dataclass(frozen=True)
@@ -60,46 +63,80 @@ class RunRequest:
         )
 
 
-@dataclass(eq=False)
-class _Run:
-    loop: asyncio.AbstractEventLoop
-    abort: asyncio.Event = field(default_factory=asyncio.Event)
-    invocation_id: str | None = None
-
-
-_running: dict[SessionKey, list[_Run]] = {}
+_running: dict[SessionKey, list[AgentRun]] = {}
 _running_lock = threading.Lock()  # stop_run may be called from any thread
 
 
-async def run_agent(request: RunRequest, *, runner: Runner | None = None) -> AsyncIterator[AdkEvent]:
-    """Run the session's agent for one turn, yielding ADK's events (not the user's own).
+class AgentRun:
+    """One turn of the session's agent: iterate it (once) for ADK's events, not the user's own.
 
-    Partial (streaming) events are yielded but, as in ADK, not stored. Closing
-    the generator early (a client went away) aborts the invocation, and ADK
-    seals it with abort events.
+    Partial (streaming) events are yielded but, as in ADK, not stored. An
+    exception in the agent ends the iteration and is kept in `error`; the
+    session records it as an error event: ADK's own when ADK wrote one (ADK 2
+    records a failing node's exception), else ours (`AGENT_ERROR`), which is
+    then yielded last. Closing the iteration early (a client went away)
+    aborts the invocation, and ADK seals it with abort events.
     """
-    run = _Run(loop=asyncio.get_running_loop(), invocation_id=request.invocation_id)
-    _register(request.key, run)
-    try:
-        runner = runner or agents.make_runner(request.key.app_name)
-        async with aclosing(runner.run_async(**_run_kwargs(request, run.abort))) as events:
-            try:
-                async for event in events:
-                    run.invocation_id = event.invocation_id or run.invocation_id
-                    # The user's event is asked for only to learn the invocation
-                    # id early; callers get what ADK's /run returns.
-                    if event.author != "user":
-                        yield event
-            except (GeneratorExit, asyncio.CancelledError):
-                # Signalled before ADK's generator is closed, so ADK seals the
-                # invocation with abort events instead of leaving it dangling.
-                run.abort.set()
-                raise
-    except Exception as exc:  # an agent's failure must end the run, not the server
-        logger.exception("Agent run failed for %s", request.key)
-        yield await _error_event(request.key, runner, run.invocation_id, exc)
-    finally:
-        _unregister(request.key, run)
+
+    def __init__(self, request: RunRequest, *, runner: Runner | None = None) -> None:
+        self.request = request
+        self.runner = runner
+        self.error: Exception | None = None
+        self.invocation_id = request.invocation_id
+        self._abort = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __aiter__(self) -> AsyncIterator[AdkEvent]:
+        return self._events()
+
+    def stop(self) -> None:
+        """Ask ADK to abort the invocation at its next step; safe from any thread."""
+        if self._loop is None:
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._abort.set)
+        except RuntimeError:  # that loop has closed: the run is over anyway
+            pass
+
+    async def _events(self) -> AsyncIterator[AdkEvent]:
+        self._loop = asyncio.get_running_loop()
+        _register(self.request.key, self)
+        recorded: set[tuple[str | None, str | None]] = set()
+        try:
+            self.runner = self.runner or agents.make_runner(self.request.key.app_name)
+            async with aclosing(self.runner.run_async(**_run_kwargs(self.request, self._abort))) as events:
+                try:
+                    async for event in events:
+                        self.invocation_id = event.invocation_id or self.invocation_id
+                        if event.error_code:
+                            recorded.add((event.error_code, event.error_message))
+                        # The user's event is asked for only to learn the
+                        # invocation id early; callers get what ADK's /run returns.
+                        if event.author != "user":
+                            yield event
+                except (GeneratorExit, asyncio.CancelledError):
+                    # Signalled before ADK's generator is closed, so ADK seals the
+                    # invocation with abort events instead of leaving it dangling.
+                    self._abort.set()
+                    raise
+        except Exception as exc:  # an agent's failure must end the run, not the server
+            logger.exception("Agent run failed for %s", self.request.key)
+            self.error = exc
+            if (_error_code(exc), str(exc)) not in recorded:
+                yield await _error_event(self.request.key, self.runner, self.invocation_id, exc)
+        finally:
+            _unregister(self.request.key, self)
+
+
+def run_agent(request: RunRequest, *, runner: Runner | None = None) -> AgentRun:
+    """Run the session's agent for one turn: `async for event in run_agent(request)`."""
+    return AgentRun(request, runner=runner)
+
+
+def _error_code(exc: Exception) -> str:
+    # How ADK's node runner names an exception in its error event.
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, str) else type(exc).__name__
 
 
 def _run_kwargs(request: RunRequest, abort: asyncio.Event) -> dict[str, Any]:
@@ -122,7 +159,6 @@ async def _error_event(key: SessionKey, runner: Runner | None, invocation_id: st
         author=_agent_name(runner, key),
         error_code=AGENT_ERROR,
         error_message=f"{type(exc).__name__}: {exc}",
-        custom_metadata={ERROR_TYPE_KEY: type(exc).__name__},
     )
     service = runner.session_service if runner is not None else _default_session_service()
     try:
@@ -149,15 +185,60 @@ def _default_session_service() -> BaseSessionService:
     return DjangoSessionService()
 
 
+# ---- ADK's wire form: JSON and Server-Sent Events -------------------------------
+
+
+def adk_json(model: AdkSession | AdkEvent) -> dict[str, Any]:
+    """A session or event exactly as ADK's api server sends it: camelCase, no
+    nulls, without ADK-internal metadata and credential secrets."""
+    model = public_session(model) if isinstance(model, AdkSession) else public_event(model)
+    return _redact_credential_secrets(model.model_dump(exclude_none=True, by_alias=True, mode="json"))
+
+
+async def sse_stream(request: RunRequest) -> AsyncIterator[str]:
+    """A run as ADK's `/run_sse` frames it: `data: <event JSON>` and a blank line per event.
+
+    A failed run ends with ADK's own error frame after its error event, so
+    ADK clients report it as they do for ADK's server.
+    """
+    run = AgentRun(request)
+    async for event in run:
+        for part in _sse_events(event):
+            yield _sse_frame(adk_json(part))
+    if run.error is not None:
+        yield _sse_frame(_sse_error(run.error))
+
+
+def _sse_frame(payload: dict[str, Any]) -> str:
+    return f"data: {pydantic_core.to_json(payload).decode()}\n\n"
+
+
+def _sse_events(event: AdkEvent) -> list[AdkEvent]:
+    """ADK's web UI reads artifacts from a separate content-less frame; split as ADK's server does."""
+    if not (event.actions.artifact_delta and event.content and event.content.parts):
+        return [event]
+    content_event = event.model_copy(deep=True)
+    content_event.actions.artifact_delta = {}
+    artifact_event = event.model_copy(deep=True)
+    artifact_event.content = None
+    return [content_event, artifact_event]
+
+
+def _sse_error(exc: Exception) -> dict[str, Any]:
+    """ADK's error frame for an exception (its shape, snake_case keys and all)."""
+    details = {"error_type": type(exc).__name__, "error_message": str(exc), "timestamp": time.time()}
+    return {"error": f"{type(exc).__name__}: {exc}", "error_details": details}
+
+
 # ---- stopping runs ------------------------------------------------------------
 
 
-def _register(key: SessionKey, run: _Run) -> None:
+def _register(key: SessionKey, run: AgentRun) -> None:
     with _running_lock:
         _running.setdefault(key, []).append(run)
 
 
-def _unregister(key: SessionKey, run: _Run) -> None:
+def _unregister(key: SessionKey, run: AgentRun) -> None:
     with _running_lock:
         runs = _running.get(key, [])
         if run in runs:
@@ -181,10 +262,7 @@ def stop_run(key: SessionKey) -> int:
     with _running_lock:
         runs = list(_running.get(key, []))
     for run in runs:
-        try:
-            run.loop.call_soon_threadsafe(run.abort.set)
-        except RuntimeError:  # that loop has closed: the run is over anyway
-            pass
+        run.stop()
     return len(runs)
 
 

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Max, Min, Q, QuerySet
 from google.adk.events.event import Event as AdkEvent
 
 from . import selectors
@@ -86,6 +86,7 @@ class EventView:
     new_invocation: bool
     badges: list[tuple[str, str]] = field(default_factory=list)
     partial: bool = False
+    compacted_range: tuple[int, int] | None = None  # first and last seq a compaction summary replaces
 
     @property
     def seq(self) -> int:
@@ -243,7 +244,22 @@ def views_for(session: Session, rows: list[Event]) -> list[EventView]:
         return []
     views = build_views(rows, previous_invocation=_previous_invocation(session, rows[0].seq))
     _pair_with_earlier_calls(session, views)
+    _name_compacted_ranges(session, views)
     return views
+
+
+def _name_compacted_ranges(session: Session, views: list[EventView]) -> None:
+    """Which stored events (by seq) each compaction summary stands for."""
+    for view in views:
+        compaction = view.event.actions.compaction
+        if compaction is None:
+            continue
+        covered = Event.objects.filter(
+            session=session, timestamp__gte=compaction.start_timestamp, timestamp__lte=compaction.end_timestamp,
+            seq__lt=view.seq,
+        ).aggregate(first=Min("seq"), last=Max("seq"))
+        if covered["first"] is not None:
+            view.compacted_range = (covered["first"], covered["last"])
 
 
 def partial_view(session: Session, event: AdkEvent) -> EventView:

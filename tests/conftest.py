@@ -46,7 +46,8 @@ class LiveServer:
         self._socket.bind(("127.0.0.1", 0))
         self.port = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(application, log_level="warning", lifespan="off", ws="websockets")
+        config = uvicorn.Config(application, log_level="warning", lifespan="off", ws="websockets-sansio",
+                                ws_per_message_deflate=False)
         self.server = uvicorn.Server(config)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -70,6 +71,11 @@ class LiveServer:
         self.thread.join(timeout=10)
 
 
+@pytest.fixture(autouse=True)
+def _live_server_helper() -> None:
+    """Replaces pytest-django's hook for its WSGI live server, which ours replaces."""
+
+
 @pytest.fixture(scope="session")
 def live_server(django_db_setup: None) -> Iterator[LiveServer]:
     server = LiveServer()
@@ -82,10 +88,16 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     assert Path(CHROMIUM).exists(), f"Browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium)."
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
+    # Playwright's sync API keeps an event loop on this thread, so Django would
+    # take every ORM call of the test for one made from async code.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            yield browser
+            browser.close()
+    finally:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
 @pytest.fixture

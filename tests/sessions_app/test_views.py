@@ -121,3 +121,19 @@ def test_delete_asks_then_deletes(client, adk_session):
     assert "Delete session" in client.get(f"/sessions/{pk}/delete/").content.decode()
     response = client.post(f"/sessions/{pk}/delete/")
     assert response.status_code == 302 and not SessionRow.objects.filter(pk=pk).exists()
+
+
+def test_a_compaction_event_shows_as_a_summary_naming_its_range(client, service, adk_session):
+    from google.adk.events.event_actions import EventCompaction
+
+    first = say(service, adk_session, "old one", timestamp=1000.0)
+    say(service, adk_session, "old two", timestamp=1001.0)
+    summary = types.Content(role="model", parts=[types.Part(text="They talked about **dogs**.")])
+    service.append_event_sync(adk_session, Event(
+        author="user", invocation_id="inv-c", timestamp=1002.0,
+        actions=EventActions(compaction=EventCompaction(start_timestamp=first.timestamp, end_timestamp=1001.0,
+                                                        compacted_content=summary)),
+    ))
+    html = client.get(f"/sessions/{row(adk_session).pk}/").content.decode()
+    assert 'class="badge compaction"' in html
+    assert "(#2–#3)" in html and "<strong>dogs</strong>" in html
