@@ -104,11 +104,12 @@ class Statements:
     def insert_event(self, e: Event) -> int:
         return self._one(
             f"INSERT INTO {_E} (session_id, seq, event_id, invocation_id, author, timestamp, branch, data,"
-            " has_function_call, has_function_response, is_final_response, error_code, state_mark)"
-            f" VALUES (%s, %s, %s, %s, %s, %s, %s, {self.json}, %s, %s, %s, %s, %s) RETURNING id",
+            " has_function_call, has_function_response, is_final_response, error_code, rewind_before, state_mark)"
+            f" VALUES (%s, %s, %s, %s, %s, %s, %s, {self.json}, %s, %s, %s, %s, %s, %s) RETURNING id",
             (
                 e.session_id, e.seq, e.event_id, e.invocation_id, e.author, e.timestamp, e.branch, json.dumps(e.data),
-                e.has_function_call, e.has_function_response, e.is_final_response, e.error_code, e.state_mark,
+                e.has_function_call, e.has_function_response, e.is_final_response, e.error_code, e.rewind_before,
+                e.state_mark,
             ),
         )[0]
 

@@ -87,6 +87,16 @@ def partial_event(*, session: Session, event: AdkEvent) -> None:
     })
 
 
+def run_finished(*, session: Session, error: str | None) -> None:
+    """The chat's run ended: viewers refresh the chat status (and resume offer)."""
+    from sessions_app.run_views import chat_context
+
+    group = session_group(session.pk)
+    if listened(group):
+        context = chat_context(session) | {"oob": True, "run_error": error}
+        send(group, {"type": "run.finished", "html": render_to_string("sessions_app/partials/chat_status.html", context)})
+
+
 def session_created(*, session: Session) -> None:
     group = app_group(session.app_id)
     if listened(group):

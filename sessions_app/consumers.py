@@ -105,6 +105,9 @@ class SessionEventsConsumer(_PushConsumer):
         self.streaming.add(key)
         await self.send(text_data=message["first_html"] if first else message["next_html"])
 
+    async def run_finished(self, message: dict[str, Any]) -> None:
+        await self.send(text_data=message["html"])
+
     async def session_deleted(self, message: dict[str, Any]) -> None:
         await self.send(text_data='<div id="session-gone" hx-swap-oob="true" class="card form-error">'
                                   "This session was deleted.</div>")

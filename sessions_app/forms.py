@@ -38,3 +38,36 @@ class SessionCreateForm(forms.Form):
         except StateValueError as exc:
             raise forms.ValidationError(str(exc)) from exc
         return value
+
+
+class ChatForm(forms.Form):
+    message = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Message the agent…"}))
+    state_delta = forms.CharField(
+        required=False, label="State delta (JSON, optional)",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"user:tier": "gold"}'}),
+    )
+    streaming = forms.BooleanField(required=False, initial=True, label="stream tokens")
+    max_llm_calls = forms.IntegerField(required=False, min_value=1, max_value=1000, label="max LLM calls")
+
+    def clean_state_delta(self) -> dict[str, Any]:
+        raw = (self.cleaned_data.get("state_delta") or "").strip()
+        if not raw:
+            return {}
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError("The state delta must be a JSON object.")
+        try:
+            json_safe_state(value)
+        except StateValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        resuming = bool(self.data.get("invocation_id"))
+        if not resuming and not (data.get("message") or "").strip() and not data.get("state_delta"):
+            raise forms.ValidationError("Write a message (or give a state delta).")
+        return data

@@ -115,6 +115,8 @@ class Event(models.Model):
     has_function_response = models.BooleanField(default=False)
     is_final_response = models.BooleanField(default=False)
     error_code = models.CharField(max_length=255, null=True, blank=True)
+    # Set on ADK's rewind events: the invocation the session was rewound to before.
+    rewind_before = models.CharField(max_length=255, null=True, blank=True)
     # The newest StateChange id before this event's own changes were written:
     # folding state back over the later changes (other than this event's own)
     # gives the state as of this event in every scope.
@@ -128,6 +130,7 @@ class Event(models.Model):
             models.Index(fields=["session", "invocation_id"], name="event_invocation"),
             models.Index(fields=["session", "event_id"], name="event_adk_id"),
             models.Index(fields=["session", "timestamp"], name="event_timestamp"),
+            models.Index(fields=["session", "rewind_before"], name="event_rewind"),
         ]
 
     def __str__(self) -> str:

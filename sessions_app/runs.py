@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic_core
+from asgiref.sync import sync_to_async
 from google.adk.agents.invocation_context import new_invocation_context_id
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.auth.auth_credential import _redact_credential_secrets
@@ -35,6 +36,7 @@ from google.genai import types
 
 from adkui import agents
 
+from . import services
 from .services import SessionKey
 
 logger = logging.getLogger(__name__)
@@ -110,6 +112,10 @@ class AgentRun:
                         self.invocation_id = event.invocation_id or self.invocation_id
                         if event.error_code:
                             recorded.add((event.error_code, event.error_message))
+                        if event.partial:
+                            # ADK's Runner never hands partial events to the
+                            # session service; show them to the timeline here.
+                            await _show_partial(self.request.key, event)
                         # The user's event is asked for only to learn the
                         # invocation id early; callers get what ADK's /run returns.
                         if event.author != "user":
@@ -126,6 +132,11 @@ class AgentRun:
                 yield await _error_event(self.request.key, self.runner, self.invocation_id, exc)
         finally:
             _unregister(self.request.key, self)
+
+
+@sync_to_async
+def _show_partial(key: SessionKey, event: AdkEvent) -> None:
+    services.partial_event_show(key=key, event=event)
 
 
 def run_agent(request: RunRequest, *, runner: Runner | None = None) -> AgentRun:

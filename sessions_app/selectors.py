@@ -169,3 +169,45 @@ def user_ids(app: App, limit: int = 200) -> list[str]:
 def changes_of(session: Session, seq: int) -> QuerySet[StateChange]:
     """The changes one event made (seq 0: the initial state)."""
     return StateChange.objects.filter(session=session, seq=seq)
+
+
+def unfinished_invocation(session: Session) -> str | None:
+    """The newest invocation when it did not end with the agent's final reply (resumable)."""
+    last = Event.objects.filter(session=session).order_by("-seq").values(
+        "invocation_id", "author", "is_final_response", "error_code"
+    ).first()
+    if last is None or not last["invocation_id"]:
+        return None
+    if last["author"] == "user" or not last["is_final_response"] or last["error_code"]:
+        return last["invocation_id"]
+    return None
+
+
+def rewind_preview(session: Session, event: Event) -> dict[str, Any]:
+    """What ADK's rewind to before `event`'s invocation would undo, computed by ADK itself."""
+    from asgiref.sync import async_to_sync
+    from google.adk.sessions._rewind_utils import compute_state_delta_for_rewind
+    from google.adk.sessions.session import Session as AdkSession
+
+    first_seq = (
+        Event.objects.filter(session=session, invocation_id=event.invocation_id).aggregate(m=Min("seq"))["m"] or event.seq
+    )
+    rows = list(Event.objects.filter(session=session).order_by("seq").values_list("seq", "data"))
+    adk = AdkSession(id=session.session_id, app_name=session.app.name, user_id=session.user_id,
+                     state=session_merged_state(session), events=adk_events_from_dicts([d for _, d in rows]))
+    index = next(i for i, (seq, _) in enumerate(rows) if seq == first_seq)
+    delta = async_to_sync(compute_state_delta_for_rewind)(adk, index)
+    undone = Event.objects.filter(session=session, seq__gte=first_seq).order_by("seq")
+    return {
+        "invocation_id": event.invocation_id,
+        "first_seq": first_seq,
+        "undone": list(undone.values("seq", "author")[:30]),
+        "undone_count": undone.count(),
+        "state_changes": [
+            {"key": k, "old": adk.state.get(k), "new": v, "existed": k in adk.state} for k, v in sorted(delta.items())
+        ],
+    }
+
+
+def adk_events_from_dicts(rows: list[dict[str, Any]]) -> list[AdkEvent]:
+    return [AdkEvent.model_validate(row) for row in rows]

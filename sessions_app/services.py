@@ -165,6 +165,7 @@ def _event_columns(event: AdkEvent) -> dict[str, Any]:
         "has_function_response": bool(event.get_function_responses()),
         "is_final_response": event.is_final_response(),
         "error_code": str(event.error_code) if event.error_code is not None else None,
+        "rewind_before": event.actions.rewind_before_invocation_id,
     }
 
 

@@ -87,6 +87,7 @@ class EventView:
     badges: list[tuple[str, str]] = field(default_factory=list)
     partial: bool = False
     compacted_range: tuple[int, int] | None = None  # first and last seq a compaction summary replaces
+    rewound: bool = False  # undone by a later rewind event
 
     @property
     def seq(self) -> int:
@@ -245,7 +246,22 @@ def views_for(session: Session, rows: list[Event]) -> list[EventView]:
     views = build_views(rows, previous_invocation=_previous_invocation(session, rows[0].seq))
     _pair_with_earlier_calls(session, views)
     _name_compacted_ranges(session, views)
+    _mark_rewound(session, views)
     return views
+
+
+def _mark_rewound(session: Session, views: list[EventView]) -> None:
+    """Events a later rewind undid: from its target invocation's first event to the rewind."""
+    rewinds = list(Event.objects.filter(session=session, rewind_before__isnull=False).values_list("seq", "rewind_before"))
+    if not rewinds:
+        return
+    firsts = dict(
+        Event.objects.filter(session=session, invocation_id__in={target for _, target in rewinds})
+        .values("invocation_id").annotate(first=Min("seq")).values_list("invocation_id", "first")
+    )
+    ranges = [(firsts[target], seq) for seq, target in rewinds if target in firsts]
+    for view in views:
+        view.rewound = any(start <= view.seq < end for start, end in ranges)
 
 
 def _name_compacted_ranges(session: Session, views: list[EventView]) -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import run_views, views
 
 app_name = "sessions_app"
 urlpatterns = [
@@ -13,4 +13,9 @@ urlpatterns = [
     path("sessions/<int:pk>/state/", views.session_state, name="session_state"),
     path("sessions/<int:pk>/key-history/", views.key_history, name="key_history"),
     path("sessions/<int:pk>/delete/", views.session_delete, name="session_delete"),
+    path("sessions/<int:pk>/chat/", run_views.chat_send, name="chat_send"),
+    path("sessions/<int:pk>/chat/stop/", run_views.chat_stop, name="chat_stop"),
+    path("sessions/<int:pk>/rewind/", run_views.rewind_preview, name="rewind_preview"),
+    path("sessions/<int:pk>/rewind/apply/", run_views.rewind_apply, name="rewind_apply"),
+    path("sessions/<int:pk>/fork/", run_views.session_fork, name="session_fork"),
 ]

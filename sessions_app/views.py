@@ -15,7 +15,7 @@ from google.adk.errors.already_exists_error import AlreadyExistsError
 
 from adkui import agents
 
-from . import selectors, services, timeline
+from . import run_views, selectors, services, timeline
 from .forms import SessionCreateForm
 from .models import App, Session
 from .scopes import SCOPE_PREFIXES, split_key
@@ -110,6 +110,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "authors": sorted({"user", *(v.row.author for v in views)} - {""}),
         "initial": selectors.initial_changes(session) if not has_older else [],
         **_state_context(session, at),
+        **run_views.chat_context(session),
     }
     template = "sessions_app/session_detail.html"
     if request.htmx and request.htmx.target == "timeline-section":
