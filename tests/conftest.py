@@ -120,3 +120,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Playwright's sync API keeps an event loop on the main thread for the rest
+    # of the run once the browser starts, which async tests cannot share: run
+    # the browser tests last.
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
