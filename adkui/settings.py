@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -33,8 +34,15 @@ def envlist(name: str, default: list[str]) -> list[str]:
 
 
 DEBUG = envbool("DEBUG", True)
-SECRET_KEY = os.environ.get("SECRET_KEY", "adkui-local-dev-only-not-a-secret")
+# Local dev: no login anywhere. Off, every page, API route and websocket needs
+# a logged-in user (or an API token). `manage.py up` serves local dev on
+# loopback only; set ADKUI_LOCAL_DEV=0 to serve anything wider.
+ADKUI_LOCAL_DEV = envbool("ADKUI_LOCAL_DEV", DEBUG)
+SECRET_KEY = os.environ.get("SECRET_KEY") or ("adkui-local-dev-only-not-a-secret" if DEBUG else "")
+if not SECRET_KEY:
+    raise ImproperlyConfigured("Set SECRET_KEY: it is required when DEBUG is off.")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "daphne",
@@ -48,6 +56,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "rest_framework",
+    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "sessions_app",
@@ -62,6 +71,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "adkui.auth.LoginRequiredUnlessLocalDev",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -90,7 +100,9 @@ TEMPLATES = [
 def _database(url: str | None) -> dict:
     if not url:
         url = f"sqlite:///{BASE_DIR / 'adkui.sqlite3'}"
-    config = dj_database_url.parse(url, conn_max_age=0 if url.startswith("sqlite") else 60)
+    # Persistent connections do not suit ASGI (each request may run in a new
+    # thread), so connections are closed per request unless told otherwise.
+    config = dj_database_url.parse(url, conn_max_age=envint("DB_CONN_MAX_AGE", 0))
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # WAL lets readers run beside the writer; IMMEDIATE takes the write lock
         # at BEGIN so concurrent appenders queue on busy_timeout instead of
@@ -142,7 +154,34 @@ MEDIA_ROOT = Path(os.environ.get("ADKUI_MEDIA_ROOT", BASE_DIR / "media"))
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["adkui.auth.IsAuthenticatedUnlessLocalDev"],
 }
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+
+# The largest event JSON the ingest API takes, and Django's own body limit.
+ADKUI_MAX_EVENT_BYTES = envint("ADKUI_MAX_EVENT_BYTES", 2 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 12 * 1024 * 1024)
+
+if not DEBUG:
+    # Production: HTTPS only (behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER).
+    SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    if envbool("BEHIND_TLS_PROXY", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
 SPECTACULAR_SETTINGS = {
     "TITLE": "adkui API",
     "DESCRIPTION": "ADK's api-server routes (sessions, run, run_sse) on Django, plus paginated events, "
@@ -154,12 +193,35 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# Artifacts and long-term memory (memory_app).
+ADKUI_MAX_ARTIFACT_BYTES = envint("ADKUI_MAX_ARTIFACT_BYTES", 10 * 1024 * 1024)
+ADKUI_MEMORY_MAX_RESULTS = envint("ADKUI_MEMORY_MAX_RESULTS", 10)
+# When a session is offloaded to long-term memory: on "reset" (a new chat) and/or
+# "timeout" (idle for ADKUI_MEMORY_IDLE_SECONDS); empty to never offload.
+ADKUI_MEMORY_OFFLOAD = envlist("ADKUI_MEMORY_OFFLOAD", ["reset", "timeout"])
+ADKUI_MEMORY_IDLE_SECONDS = envint("ADKUI_MEMORY_IDLE_SECONDS", 1800)
+
 # The folder of ADK agent packages, like `adk web AGENTS_DIR`.
 ADKUI_AGENTS_DIR = os.environ.get("ADKUI_AGENTS_DIR", str(BASE_DIR / "adkui" / "demo_agents"))
 
+# LOG_FORMAT=json: one JSON object per line, for log collectors.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(process)d",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if os.environ.get("LOG_FORMAT") == "json" else "plain",
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "loggers": {"adkui": {"level": os.environ.get("LOG_LEVEL", "INFO")}},
 }

@@ -17,6 +17,7 @@ from typing import Any
 
 import pydantic
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.db import transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
@@ -116,6 +117,21 @@ def _require_agent(app_name: str) -> None:
         raise NotFound(str(exc)) from exc
     if not loaded.ok:
         raise APIException(f"Agent {app_name!r} failed to load: {loaded.error.strip().splitlines()[-1]}")
+
+
+class PayloadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "Request body too large."
+
+
+def _check_size(request: Request) -> None:
+    limit = settings.ADKUI_MAX_EVENT_BYTES
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        raise PayloadTooLarge(f"An event may be at most {limit} bytes of JSON; this one is {length}.")
 
 
 def _pydantic_errors(exc: pydantic.ValidationError) -> dict[str, list[str]]:
@@ -451,7 +467,9 @@ class EventCreateApi(AdkApi):
         same path as a Runner's events: its state delta applies to the app,
         user and session scopes, `temp:` keys are dropped. An event whose id
         is already stored in the session is refused (409), so a retry is safe.
+        A body over ADKUI_MAX_EVENT_BYTES is refused (413) before it is parsed.
         """
+        _check_size(request)
         try:
             event = AdkEvent.model_validate(request.data)
         except pydantic.ValidationError as exc:

@@ -14,10 +14,13 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from adkui.auth import websocket_allowed
+
 from . import broadcast, timeline
 from .models import App, Session
 
 CLOSE_NOT_FOUND = 4404
+CLOSE_LOGIN_REQUIRED = 4401
 CATCH_UP_LIMIT = 500
 TOO_FAR_BEHIND = (
     '<div id="stream-notice" hx-swap-oob="true" class="card">Many events arrived while this page was '
@@ -44,6 +47,13 @@ def _rows_after(session: Session, seq: int, filters: timeline.Filters) -> tuple[
 
 
 class _PushConsumer(AsyncWebsocketConsumer):
+    async def allowed(self) -> bool:
+        """Closes the socket (4401) for an anonymous user when login is required."""
+        if websocket_allowed(self.scope):
+            return True
+        await self.close(code=CLOSE_LOGIN_REQUIRED)
+        return False
+
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels closes stale DB connections before every message: a hop to
         # the sync thread per viewer per event, which with 50 viewers was most
@@ -57,6 +67,8 @@ class _PushConsumer(AsyncWebsocketConsumer):
 
 class SessionEventsConsumer(_PushConsumer):
     async def connect(self) -> None:
+        if not await self.allowed():
+            return
         self.session = await _session(self.scope["url_route"]["kwargs"]["pk"])
         if self.session is None:
             await self.close(code=CLOSE_NOT_FOUND)
@@ -123,6 +135,8 @@ class AppSessionsConsumer(_PushConsumer):
     """New sessions of one app, for the session browser."""
 
     async def connect(self) -> None:
+        if not await self.allowed():
+            return
         pk = self.scope["url_route"]["kwargs"]["pk"]
         if not await _app_exists(pk):
             await self.close(code=CLOSE_NOT_FOUND)

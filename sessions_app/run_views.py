@@ -125,6 +125,19 @@ def session_fork(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else HttpResponse(status=303, headers={"Location": url})
 
 
+@require_POST
+def session_reset(request: HttpRequest, pk: int) -> HttpResponse:
+    """"New chat": a fresh session for the same user; this one is offloaded to
+    long-term memory when ADKUI_MEMORY_OFFLOAD includes "reset"."""
+    from memory_app.services import session_end
+
+    session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
+    session_end(session=session, reason="reset")
+    fresh = services.session_create(app_name=session.app.name, user_id=session.user_id)
+    url = reverse("sessions_app:session_detail", args=[fresh.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponse(status=303, headers={"Location": url})
+
+
 async def _chat_panel(request: HttpRequest, session: Session, form: ChatForm, **extra: Any) -> HttpResponse:
     context = await sync_to_async(chat_context)(session, form)
     return await sync_to_async(render)(request, "sessions_app/partials/chat_panel.html", context | extra)

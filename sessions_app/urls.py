@@ -18,4 +18,5 @@ urlpatterns = [
     path("sessions/<int:pk>/rewind/", run_views.rewind_preview, name="rewind_preview"),
     path("sessions/<int:pk>/rewind/apply/", run_views.rewind_apply, name="rewind_apply"),
     path("sessions/<int:pk>/fork/", run_views.session_fork, name="session_fork"),
+    path("sessions/<int:pk>/reset/", run_views.session_reset, name="session_reset"),
 ]

@@ -6,6 +6,19 @@ import asyncio
 import os
 
 
+def test_database_url() -> str:
+    """The URL of the test database (call inside a test), for child processes to use."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    auth = s["USER"] or ""
+    if s.get("PASSWORD"):
+        auth += f":{s['PASSWORD']}"
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
 def setup_django(database_url: str) -> None:
     os.environ["DATABASE_URL"] = database_url
     os.environ["DJANGO_SETTINGS_MODULE"] = "adkui.settings"

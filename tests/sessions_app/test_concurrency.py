@@ -4,22 +4,13 @@ from __future__ import annotations
 import multiprocessing
 
 import pytest
-from django.db import connection
 
 from sessions_app.models import Event as EventRow
-from tests.workers import scoped_writer
+from tests.workers import scoped_writer, test_database_url
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 APP, USER = "conc_app", "shared_user"
-
-
-def _database_url() -> str:
-    """The URL of the test database, for child processes to use."""
-    s = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{s['NAME']}"
-    return f"postgres://{s['USER'] or ''}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 def run_writers(service, writers: int, appends: int) -> list[str]:
@@ -27,7 +18,7 @@ def run_writers(service, writers: int, appends: int) -> list[str]:
         service.create_session_sync(app_name=APP, user_id=USER, session_id=f"w{n}").id for n in range(writers)
     ]
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=scoped_writer, args=(_database_url(), APP, USER, n, ids[n], appends)) for n in range(writers)]
+    procs = [ctx.Process(target=scoped_writer, args=(test_database_url(), APP, USER, n, ids[n], appends)) for n in range(writers)]
     for p in procs:
         p.start()
     for p in procs:
@@ -36,7 +27,7 @@ def run_writers(service, writers: int, appends: int) -> list[str]:
     return ids
 
 
-@pytest.mark.parametrize("writers,appends", [(4, 50)])
+@pytest.mark.parametrize("writers,appends", [(8, 200)])
 def test_concurrent_writers_lose_no_update_and_no_event(service, writers, appends):
     ids = run_writers(service, writers, appends)
     written = {f"{n}-{i}" for n in range(writers) for i in range(appends)}
@@ -50,3 +41,22 @@ def test_concurrent_writers_lose_no_update_and_no_event(service, writers, append
         assert sorted(seqs) == list(range(1, appends + 1))
     assert EventRow.objects.count() == writers * appends
     assert EventRow.objects.values("event_id").distinct().count() == writers * appends
+
+
+def test_two_writers_on_one_session_the_stale_one_is_refused(service):
+    """Two processes' copies of one session: whoever appends second with an old copy gets StaleSessionError."""
+    from google.adk.errors._stale_session_error import StaleSessionError
+    from google.adk.events.event import Event
+
+    service.create_session_sync(app_name=APP, user_id=USER, session_id="shared")
+    first = service.get_session_sync(app_name=APP, user_id=USER, session_id="shared")
+    second = service.get_session_sync(app_name=APP, user_id=USER, session_id="shared")
+    ctx = multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=scoped_writer, args=(test_database_url(), APP, USER, 0, "shared", 1))
+    proc.start()
+    proc.join(timeout=120)
+    assert proc.exitcode == 0
+    for stale in (first, second):
+        with pytest.raises(StaleSessionError):
+            service.append_event_sync(stale, Event(author="late"))
+    assert EventRow.objects.filter(session__session_id="shared").count() == 1

@@ -78,3 +78,15 @@ def test_fork_copies_the_session_state_as_of_an_event(client, demo):
     assert response.status_code == 303 and response["Location"] == f"/sessions/{fork.pk}/"
     assert fork.user_id == "ann" and fork.state == {"trip_budget": 100} and fork.revision == 0
     assert client.post(f"/sessions/{row.pk}/fork/", {"seq": "999"}).status_code == 404
+
+
+def test_new_chat_starts_a_fresh_session_and_offloads_this_one_to_memory(client, settings, demo):
+    from memory_app.models import SessionMemory
+
+    settings.ADKUI_MEMORY_OFFLOAD = ["reset"]
+    session, row = demo
+    response = client.post(f"/sessions/{row.pk}/reset/")
+    fresh = SessionRow.objects.exclude(pk=row.pk).get()
+    assert response.status_code == 303 and response["Location"] == f"/sessions/{fresh.pk}/"
+    assert fresh.user_id == "ann" and fresh.revision == 0
+    assert SessionMemory.objects.filter(session=row).exists()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 
 from adkui.agents import agent_names
@@ -21,6 +21,12 @@ class Command(BaseCommand):
         if agents_dir:
             settings.ADKUI_AGENTS_DIR = agents_dir
             no_demo = no_demo or "trip_planner" not in agent_names()
+        host = addrport.rsplit(":", 1)[0] if ":" in addrport else "127.0.0.1"
+        if settings.ADKUI_LOCAL_DEV and host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
+            raise CommandError(
+                f"Local dev mode (no login) serves only on localhost, not {host}. "
+                "Set ADKUI_LOCAL_DEV=0 to require logins, then serve it wider."
+            )
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo:
             call_command("load_demo")

@@ -1,0 +1,207 @@
+"""ADK's artifact and memory routes, in the shape `adk api_server` serves them.
+
+Paths, bodies and JSON (camelCase, nulls left out) follow
+`google/adk/cli/api_server.py`; errors are `{"detail": ...}` with its status
+codes: 400 bad input, 404 not found, 422 a version id that is not a number,
+plus 413 for a payload over `ADKUI_MAX_ARTIFACT_BYTES`.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from django.http import HttpRequest, JsonResponse
+from google.adk.errors.input_validation_error import InputValidationError
+from google.genai import types
+from pydantic import BaseModel, ConfigDict, ValidationError, alias_generators
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from google.adk.artifacts.base_artifact_service import ArtifactVersion
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from adkui.adk import DjangoArtifactService, DjangoMemoryService, DjangoSessionService
+
+from . import conf
+from .services import ArtifactTooLargeError
+
+# Base64 inflates a payload by 4/3; the rest of a save request is small.
+_JSON_OVERHEAD = 64 * 1024
+
+
+class _CamelModel(BaseModel):
+    model_config = ConfigDict(alias_generator=alias_generators.to_camel, populate_by_name=True)
+
+
+class SaveArtifactRequest(_CamelModel):
+    filename: str
+    artifact: types.Part
+    custom_metadata: Optional[dict[str, Any]] = None
+
+
+class UpdateMemoryRequest(_CamelModel):
+    session_id: str
+
+
+def _json(data: Any, status: int = 200) -> JsonResponse:
+    return JsonResponse(_plain(data), status=status, safe=False)
+
+
+def _plain(data: Any) -> Any:
+    """ADK's JSON form of a response: camelCase keys, no nulls (as FastAPI sends it)."""
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(data, list):
+        return [_plain(item) for item in data]
+    return data
+
+
+def _detail(message: str, status: int) -> JsonResponse:
+    return JsonResponse({"detail": message}, status=status)
+
+
+class _Api(APIView):
+    """Maps ADK's input errors to the status codes ADK's server uses."""
+
+    def handle_exception(self, exc: Exception) -> Any:
+        if isinstance(exc, ArtifactTooLargeError):
+            return _detail(str(exc), 413)
+        if isinstance(exc, InputValidationError):
+            return _detail(str(exc), 400)
+        if isinstance(exc, ValidationError):
+            return JsonResponse({"detail": json.loads(exc.json(include_url=False))}, status=422)
+        return super().handle_exception(exc)
+
+
+def _version(value: Optional[str]) -> Optional[int]:
+    """None for "latest" (or absent); ValueError for anything not a number."""
+    if value is None or value == "latest":
+        return None
+    return int(value)
+
+
+def _read_body(request: Request) -> bytes:
+    # Read the stream directly: Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB)
+    # would otherwise cap artifacts below ADKUI_MAX_ARTIFACT_BYTES.
+    limit = conf.max_artifact_bytes() * 4 // 3 + _JSON_OVERHEAD
+    raw: HttpRequest = request._request
+    length = int(raw.META.get("CONTENT_LENGTH") or 0)
+    body = raw.read(limit + 1) if length <= limit else b""
+    if length > limit or len(body) > limit:
+        raise ArtifactTooLargeError(
+            f"Request body of {max(length, len(body))} bytes is over the artifact limit (ADKUI_MAX_ARTIFACT_BYTES)."
+        )
+    return body
+
+
+class ArtifactListApi(_Api):
+    """GET: the artifact names a session can read. POST: save a new version."""
+
+    @extend_schema(operation_id="artifact_list", tags=["artifacts" if "artifact_list".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=list[str])
+    def get(self, request: Request, app_name: str, user_id: str, session_id: str) -> JsonResponse:
+        names = DjangoArtifactService().list_artifact_keys_sync(app_name=app_name, user_id=user_id, session_id=session_id)
+        return _json(names)
+
+    @extend_schema(operation_id="artifact_save", tags=["artifacts" if "artifact_save".startswith("artifact") else "memory"], responses=SaveArtifactRequest, request=ArtifactVersion)
+    def post(self, request: Request, app_name: str, user_id: str, session_id: str) -> JsonResponse:
+        body = SaveArtifactRequest.model_validate_json(_read_body(request))
+        service = DjangoArtifactService()
+        version = service.save_artifact_sync(
+            app_name=app_name, user_id=user_id, session_id=session_id, filename=body.filename,
+            artifact=body.artifact, custom_metadata=body.custom_metadata,
+        )
+        meta = service.get_artifact_version_sync(
+            app_name=app_name, user_id=user_id, session_id=session_id, filename=body.filename, version=version
+        )
+        return _json(meta)
+
+
+class ArtifactDetailApi(_Api):
+    """GET: load (latest, or `?version=`). DELETE: delete every version."""
+
+    @extend_schema(operation_id="artifact_load", tags=["artifacts" if "artifact_load".startswith("artifact") else "memory"], responses=None, request=types.Part, parameters=[OpenApiParameter("version", OpenApiTypes.STR, description="a version number, or `latest` (default)")])
+    def get(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
+        try:
+            version = _version(request.query_params.get("version"))
+        except ValueError:
+            return _detail("Invalid version", 422)
+        return _load(app_name, user_id, session_id, artifact_name, version)
+
+    @extend_schema(operation_id="artifact_delete", tags=["artifacts" if "artifact_delete".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=None)
+    def delete(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
+        DjangoArtifactService().delete_artifact_sync(
+            app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
+        )
+        return _json(None)
+
+
+def _load(app_name: str, user_id: str, session_id: str, filename: str, version: Optional[int]) -> JsonResponse:
+    part = DjangoArtifactService().load_artifact_sync(
+        app_name=app_name, user_id=user_id, session_id=session_id, filename=filename, version=version
+    )
+    if part is None:
+        return _detail("Artifact not found", 404)
+    return _json(part)
+
+
+class ArtifactVersionListApi(_Api):
+    @extend_schema(operation_id="artifact_versions", tags=["artifacts" if "artifact_versions".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=list[int])
+    def get(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
+        versions = DjangoArtifactService().list_versions_sync(
+            app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
+        )
+        return _json(versions)
+
+
+class ArtifactVersionMetadataListApi(_Api):
+    @extend_schema(operation_id="artifact_versions_metadata", tags=["artifacts" if "artifact_versions_metadata".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=list[ArtifactVersion])
+    def get(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
+        versions = DjangoArtifactService().list_artifact_versions_sync(
+            app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
+        )
+        return _json(versions)
+
+
+class ArtifactVersionDetailApi(_Api):
+    @extend_schema(operation_id="artifact_version_load", tags=["artifacts" if "artifact_version_load".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=types.Part)
+    def get(
+        self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str, version_id: str
+    ) -> JsonResponse:
+        try:
+            version = _version(version_id)
+        except ValueError:
+            return _detail("Invalid version ID", 422)
+        return _load(app_name, user_id, session_id, artifact_name, version)
+
+
+class ArtifactVersionMetadataApi(_Api):
+    @extend_schema(operation_id="artifact_version_metadata", tags=["artifacts" if "artifact_version_metadata".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=ArtifactVersion)
+    def get(
+        self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str, version_id: str
+    ) -> JsonResponse:
+        try:
+            version = _version(version_id)
+        except ValueError:
+            return _detail("Invalid version ID", 422)
+        meta = DjangoArtifactService().get_artifact_version_sync(
+            app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name, version=version
+        )
+        if meta is None:
+            return _detail("Artifact version not found", 404)
+        return _json(meta)
+
+
+class MemoryUpdateApi(_Api):
+    """PATCH: add a stored session to the user's memory (idempotent)."""
+
+    @extend_schema(operation_id="memory_update", tags=["artifacts" if "memory_update".startswith("artifact") else "memory"], responses=UpdateMemoryRequest, request=None)
+    def patch(self, request: Request, app_name: str, user_id: str) -> JsonResponse:
+        try:
+            body = UpdateMemoryRequest.model_validate_json(request._request.body or b"{}")
+        except ValidationError:
+            return _detail("Update memory request is invalid.", 400)
+        session = DjangoSessionService().get_session_sync(app_name=app_name, user_id=user_id, session_id=body.session_id)
+        if session is None:
+            return _detail("Session not found", 404)
+        DjangoMemoryService().add_session_to_memory_sync(session)
+        return _json(None)

@@ -1,0 +1,183 @@
+"""Reads: artifact versions and their payloads, memory search, offload status."""
+from __future__ import annotations
+
+import heapq
+import logging
+from functools import reduce
+from operator import or_
+from typing import Optional
+
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.db import connection
+from django.db.models import Prefetch, Q, QuerySet
+from google.adk.artifacts import artifact_util
+from google.genai import types
+
+from sessions_app.models import Session
+
+from . import conf, words
+from .models import Artifact, ArtifactVersion, MemoryEvent, SessionMemory
+from .naming import ArtifactKey, artifact_key
+
+logger = logging.getLogger(__name__)
+
+# ADK's marker for "removed by a session rewind": a version holding it loads as absent.
+_REWIND_TOMBSTONE = types.Part(inline_data=types.Blob(mime_type="application/octet-stream", data=b""))
+# PostgreSQL text search configuration; 0002_memory_search_index indexes the same expression.
+SEARCH_CONFIG = "english"
+
+
+# ---- artifacts ----------------------------------------------------------------
+
+
+def artifact_versions(key: ArtifactKey) -> list[ArtifactVersion]:
+    return list(
+        ArtifactVersion.objects.select_related("artifact")
+        .filter(**{f"artifact__{k}": v for k, v in key.as_filter().items()})
+        .order_by("version")
+    )
+
+
+def artifact_version(key: ArtifactKey, version: Optional[int] = None) -> ArtifactVersion | None:
+    """One version's row; the newest when `version` is None."""
+    rows = ArtifactVersion.objects.select_related("artifact").filter(
+        **{f"artifact__{k}": v for k, v in key.as_filter().items()}
+    )
+    if version is None:
+        return rows.order_by("-version").first()
+    if not isinstance(version, int) or version < 0:
+        return None
+    return rows.filter(version=version).first()
+
+
+def artifact_keys(*, app_name: str, user_id: str, session_id: Optional[str]) -> list[str]:
+    """Names readable from a session (its own and the user's), or the user's alone."""
+    artifact_util.validate_path_segment(app_name, "app_name")
+    artifact_util.validate_path_segment(user_id, "user_id")
+    scopes = [""]
+    if session_id is not None:
+        artifact_util.validate_path_segment(session_id, "session_id")
+        scopes.append(session_id)
+    rows = Artifact.objects.filter(app_name=app_name, user_id=user_id, session_id__in=scopes)
+    return sorted(a.key for a in rows)
+
+
+def artifact_payload(row: ArtifactVersion) -> bytes | None:
+    if not row.payload:
+        return b"" if row.kind != ArtifactVersion.KIND_FILE else None
+    try:
+        with row.payload.open("rb") as handle:
+            return handle.read()
+    except OSError:
+        logger.warning("Artifact payload %s is missing", row.payload.name)
+        return None
+
+
+def artifact_part(row: ArtifactVersion) -> types.Part | None:
+    """The part exactly as saved (references are not followed here)."""
+    part = types.Part.model_validate(row.part)
+    if row.kind == ArtifactVersion.KIND_FILE:
+        return part
+    data = artifact_payload(row)
+    if data is None:
+        return None
+    if row.kind == ArtifactVersion.KIND_TEXT:
+        part.text = data.decode("utf-8")
+    else:
+        part.inline_data.data = data
+    return part
+
+
+def artifact_load(
+    key: ArtifactKey, version: Optional[int] = None, *, depth: int = artifact_util._MAX_ARTIFACT_REFERENCE_DEPTH
+) -> types.Part | None:
+    """ADK's `load_artifact`: follows `artifact://` references (bounded), and a
+    version holding a rewind tombstone loads as absent."""
+    row = artifact_version(key, version)
+    if row is None:
+        return None
+    part = artifact_part(row)
+    if part is None or part == types.Part() or part == _REWIND_TOMBSTONE:
+        return None
+    if not artifact_util.is_artifact_ref(part):
+        return part
+    target = artifact_util.resolve_artifact_reference(
+        file_uri=part.file_data.file_uri, app_name=key.app_name, user_id=key.user_id,
+        session_id=key.session_id or None, remaining_depth=depth,
+    )
+    target_key = artifact_key(
+        app_name=target.app_name, user_id=target.user_id, filename=target.filename, session_id=target.session_id
+    )
+    return artifact_load(target_key, target.version, depth=depth - 1)
+
+
+def canonical_uri(row: ArtifactVersion) -> str:
+    """The `artifact://` URI of one version, which a reference part can point at."""
+    a = row.artifact
+    return artifact_util.get_artifact_uri(a.app_name, a.user_id, a.filename, row.version, a.session_id or None)
+
+
+def session_artifacts(session: Session) -> list[Artifact]:
+    """The artifacts a session can read, its own first, each with its versions."""
+    rows = (
+        Artifact.objects.filter(
+            app_name=session.app.name, user_id=session.user_id, session_id__in=["", session.session_id]
+        )
+        .prefetch_related(Prefetch("versions", queryset=ArtifactVersion.objects.order_by("version")))
+        .order_by("-session_id", "filename")
+    )
+    return list(rows)
+
+
+# ---- memory -------------------------------------------------------------------
+
+
+def memory_search(
+    *, app_name: str, user_id: str, query: str, limit: Optional[int] = None
+) -> list[tuple[MemoryEvent, float]]:
+    """Memories of one user of one app, best match first, with their scores.
+
+    PostgreSQL ranks with its full-text search (`ts_rank`, English stemming).
+    Elsewhere the score is the number of distinct query words an event holds
+    as whole words (ADK's in-memory rule), newest first among equal scores.
+    """
+    limit = limit or conf.memory_max_results()
+    terms = words.query_words(query)
+    if not terms:
+        return []
+    rows = MemoryEvent.objects.for_user(app_name=app_name, user_id=user_id).select_related("source_session")
+    if connection.vendor == "postgresql":
+        return _search_full_text(rows, terms, limit)
+    return _search_keywords(rows, terms, limit)
+
+
+def _search_full_text(rows: QuerySet[MemoryEvent], terms: list[str], limit: int) -> list[tuple[MemoryEvent, float]]:
+    query = reduce(or_, (SearchQuery(t, config=SEARCH_CONFIG) for t in terms))
+    found = (
+        rows.annotate(document=SearchVector("search_text", config=SEARCH_CONFIG))
+        .filter(document=query)
+        .annotate(rank=SearchRank(SearchVector("search_text", config=SEARCH_CONFIG), query))
+        .order_by("-rank", "-timestamp", "-pk")[:limit]
+    )
+    return [(row, float(row.rank)) for row in found]
+
+
+def _search_keywords(rows: QuerySet[MemoryEvent], terms: list[str], limit: int) -> list[tuple[MemoryEvent, float]]:
+    # SQL narrows to rows containing some term anywhere; Python then counts
+    # whole-word matches so "thon" does not match "python".
+    candidates = rows.filter(reduce(or_, (Q(search_text__contains=t) for t in terms)))
+    scored = (
+        (words.keyword_score(terms, text), index, pk)
+        for index, (pk, text) in enumerate(candidates.order_by("-timestamp", "-pk").values_list("pk", "search_text"))
+    )
+    best = heapq.nsmallest(limit, ((-score, index, pk) for score, index, pk in scored if score))
+    by_pk = rows.in_bulk([pk for _, _, pk in best])
+    return [(by_pk[pk], float(-neg)) for neg, _, pk in best]
+
+
+def session_memory(session: Session) -> SessionMemory | None:
+    return SessionMemory.objects.filter(session=session).first()
+
+
+def memory_count(*, app_name: str, user_id: str) -> int:
+    return MemoryEvent.objects.for_user(app_name=app_name, user_id=user_id).count()
