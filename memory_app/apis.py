@@ -70,6 +70,9 @@ class _Api(APIView):
             return _detail(str(exc), 400)
         if isinstance(exc, ValidationError):
             return JsonResponse({"detail": json.loads(exc.json(include_url=False))}, status=422)
+        if isinstance(exc, (ValueError, TypeError, AttributeError)) and getattr(self, "_parsing", False):
+            # google-genai's validators can fail on odd input without a ValidationError.
+            return _detail(f"Invalid request body: {exc}", 422)
         return super().handle_exception(exc)
 
 
@@ -104,7 +107,9 @@ class ArtifactListApi(_Api):
 
     @extend_schema(operation_id="artifact_save", tags=["artifacts" if "artifact_save".startswith("artifact") else "memory"], responses=SaveArtifactRequest, request=ArtifactVersion)
     def post(self, request: Request, app_name: str, user_id: str, session_id: str) -> JsonResponse:
+        self._parsing = True
         body = SaveArtifactRequest.model_validate_json(_read_body(request))
+        self._parsing = False
         service = DjangoArtifactService()
         version = service.save_artifact_sync(
             app_name=app_name, user_id=user_id, session_id=session_id, filename=body.filename,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic
 from asgiref.sync import async_to_sync
@@ -134,6 +134,24 @@ def _check_size(request: Request) -> None:
         raise PayloadTooLarge(f"An event may be at most {limit} bytes of JSON; this one is {length}.")
 
 
+M = TypeVar("M", bound=pydantic.BaseModel)
+
+
+def validate_adk(model: type[M], data: Any) -> M:
+    """`data` as an ADK model, or a 400 naming the fields at fault.
+
+    Some of google-genai's own validators fail on odd input with plain
+    ValueError/TypeError/AttributeError rather than a ValidationError; that is
+    bad input all the same, never a server error.
+    """
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ValidationError(_pydantic_errors(exc)) from exc
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise ValidationError({"non_field_errors": [f"Not a valid {model.__name__}: {exc}"]}) from exc
+
+
 def _pydantic_errors(exc: pydantic.ValidationError) -> dict[str, list[str]]:
     """Pydantic's errors keyed by field path (`content.parts.0.text`), as DRF keys its own."""
     errors: dict[str, list[str]] = {}
@@ -177,10 +195,7 @@ class AdkModelField(serializers.Field):
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> pydantic.BaseModel:
-        try:
-            return self.model.model_validate(data)
-        except pydantic.ValidationError as exc:
-            raise ValidationError(_pydantic_errors(exc)) from exc
+        return validate_adk(self.model, data)
 
     def to_representation(self, value: pydantic.BaseModel) -> Any:
         return value.model_dump(exclude_none=True, by_alias=True, mode="json")
@@ -470,10 +485,7 @@ class EventCreateApi(AdkApi):
         A body over ADKUI_MAX_EVENT_BYTES is refused (413) before it is parsed.
         """
         _check_size(request)
-        try:
-            event = AdkEvent.model_validate(request.data)
-        except pydantic.ValidationError as exc:
-            raise ValidationError(_pydantic_errors(exc)) from exc
+        event = validate_adk(AdkEvent, request.data)
         key = SessionKey(app_name, user_id, session_id)
         row = _require_session(key)
         if event.partial:
