@@ -101,13 +101,13 @@ class Statements:
             f"UPDATE {table} SET state = {self.json}, update_time = %s WHERE {where}", (json.dumps(state), now, *params)
         )
 
-    def insert_event(self, e: Event) -> int:
+    def insert_event(self, e: Event, data_json: str) -> int:
         return self._one(
             f"INSERT INTO {_E} (session_id, seq, event_id, invocation_id, author, timestamp, branch, data,"
             " has_function_call, has_function_response, is_final_response, error_code, rewind_before, state_mark)"
             f" VALUES (%s, %s, %s, %s, %s, %s, %s, {self.json}, %s, %s, %s, %s, %s, %s) RETURNING id",
             (
-                e.session_id, e.seq, e.event_id, e.invocation_id, e.author, e.timestamp, e.branch, json.dumps(e.data),
+                e.session_id, e.seq, e.event_id, e.invocation_id, e.author, e.timestamp, e.branch, data_json,
                 e.has_function_call, e.has_function_response, e.is_final_response, e.error_code, e.rewind_before,
                 e.state_mark,
             ),

@@ -55,7 +55,7 @@ from adkui.adk import DjangoSessionService
 from . import selectors, services
 from .models import App, Event, Session
 from .runs import RunRequest, adk_json, run_agent, sse_stream, stop_run
-from .scopes import StateValueError
+from .scopes import UnstorableValueError
 from .services import SessionKey
 
 # Sessions ADK's evaluator creates; ADK's server leaves them out of listings.
@@ -82,7 +82,7 @@ def _api_exception(exc: Exception) -> Exception:
         return NotFound(str(exc))
     if isinstance(exc, (AlreadyExistsError, StaleSessionError)):
         return Conflict(str(exc))
-    if isinstance(exc, StateValueError):
+    if isinstance(exc, UnstorableValueError):
         return BadRequest(str(exc))
     return exc
 

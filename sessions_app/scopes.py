@@ -1,6 +1,7 @@
 """State keys and their scopes: splitting a delta, merging the stored rows."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,8 +11,21 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from .models import SCOPE_APP, SCOPE_PREFIXES, SCOPE_SESSION, SCOPE_USER
 
 
-class StateValueError(ValueError):
+class UnstorableValueError(ValueError):
+    """A value that cannot be stored as it is (and so is refused whole)."""
+
+
+class StateValueError(UnstorableValueError):
     """A state value has no faithful JSON form, so it cannot be stored."""
+
+
+NUL_MESSAGE = "contains the character U+0000 (NUL), which PostgreSQL cannot store in JSON; remove it."
+
+
+def refuse_nul(what: str, json_text: str) -> None:
+    # Refused on every database alike, so a SQLite dev setup behaves as production.
+    if "\\u0000" in json_text:
+        raise UnstorableValueError(f"{what} {NUL_MESSAGE}")
 
 
 @dataclass
@@ -37,12 +51,15 @@ def json_safe(key: str, value: Any) -> Any:
     as a different thing, and the caller learns which key is at fault.
     """
     try:
-        return to_jsonable_python(value)
+        safe = to_jsonable_python(value)
     except (PydanticSerializationError, TypeError, ValueError) as exc:
         raise StateValueError(
             f"State key {key!r} has a value of type {type(value).__name__} with no JSON form; "
             "store plain data (str, number, bool, None, list, dict, datetime, pydantic model)."
         ) from exc
+    if "\x00" in key or "\\u0000" in json.dumps(safe):
+        raise StateValueError(f"State key {key!r} {NUL_MESSAGE}")
+    return safe
 
 
 def json_safe_state(state: dict[str, Any]) -> dict[str, Any]:

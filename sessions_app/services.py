@@ -5,6 +5,7 @@ never sees an event that was rolled back.
 """
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from google.adk.events.event import Event as AdkEvent
 from . import broadcast
 from . import _append_sql
 from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
-from .scopes import ScopedDelta, json_safe_state, split_delta
+from .scopes import ScopedDelta, json_safe_state, refuse_nul, split_delta
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
     safe_delta = json_safe_state(event.actions.state_delta or {})
     event.actions.state_delta = safe_delta
     data = event.model_dump(mode="json", exclude_none=True)
+    data_json = json.dumps(data)
+    refuse_nul("The event", data_json)
     delta = split_delta(safe_delta)
     with transaction.atomic(), connection.cursor() as cursor:
         sql = _append_sql.Statements(cursor)
@@ -125,7 +128,7 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
         row = Event(session_id=locked.pk, seq=locked.revision + 1, data=data, **_event_columns(event))
         row.state_mark = sql.newest_change_id()
         changes = _changes(sql, locked, delta, row)
-        row.pk = sql.insert_event(row)
+        row.pk = sql.insert_event(row, data_json)
         sql.insert_changes(row, locked, changes)
         sql.bump_session(locked.pk, row.seq, event.timestamp, locked.state if delta.session else None)
         transaction.on_commit(lambda: broadcast.event_appended(event=row))

@@ -24,6 +24,36 @@
     };
   });
 
+  // The timeline scrolls by itself, newest at the bottom like a chat: open at
+  // the newest event (or the one asked for with ?at=), and follow new events
+  // while the reader is at the bottom.
+  function timeline() { return document.getElementById("timeline"); }
+  function nearBottom(el) { return el.scrollHeight - el.scrollTop - el.clientHeight < 80; }
+  let follow = true;
+  document.addEventListener("DOMContentLoaded", function () {
+    const el = timeline();
+    if (!el) return;
+    const at = new URLSearchParams(location.search).get("at");
+    const target = at !== null && document.getElementById("event-" + at);
+    if (target) { target.classList.add("selected"); target.scrollIntoView({block: "center"}); }
+    else el.scrollTop = el.scrollHeight;
+  });
+  document.addEventListener("htmx:wsBeforeMessage", function () {
+    const el = timeline();
+    follow = !!el && nearBottom(el);
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    const el = timeline();
+    if (el && follow) el.scrollTop = el.scrollHeight;
+  });
+  document.addEventListener("htmx:afterSwap", function (e) {
+    // A new filter or page of the timeline: start at its newest event again.
+    if (e.detail.target && e.detail.target.id === "timeline-section") {
+      const el = timeline();
+      if (el) el.scrollTop = el.scrollHeight;
+    }
+  });
+
   function setLive(on, text) {
     const dot = document.getElementById("live-dot");
     const label = document.getElementById("live-label");

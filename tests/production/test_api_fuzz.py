@@ -30,3 +30,14 @@ def test_an_event_that_trips_genai_validators_is_a_400(client):
     response = client.post("/api/apps/trip_planner/users/user/sessions/session/events", event,
                            content_type="application/json")
     assert response.status_code == 400 and "non_field_errors" in response.json()
+
+
+def test_nul_characters_are_refused_cleanly_on_every_database(client):
+    """PostgreSQL's jsonb cannot hold U+0000; the answer must be a 400 on both databases, nothing stored."""
+    from sessions_app.models import Event as EventRow
+
+    event = {"author": "x", "content": {"parts": [{"text": "nul \u0000 here"}]}, "actions": {"stateDelta": {"k\u0000": 1}}}
+    response = client.post("/api/apps/trip_planner/users/user/sessions/session/events", event,
+                           content_type="application/json")
+    assert response.status_code == 400 and "U+0000" in str(response.json())
+    assert EventRow.objects.count() == 0
