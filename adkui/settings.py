@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "memory_app",
     "eval_app",
+    "inspector_app",
 ]
 
 MIDDLEWARE = [

@@ -16,5 +16,6 @@ urlpatterns = [
     path("api/", include("eval_app.api_urls")),
     path("evals/", include("eval_app.urls")),
     path("memory/", include("memory_app.urls")),
+    path("inspect/", include("inspector_app.urls")),
     path("", include("sessions_app.urls")),
 ]

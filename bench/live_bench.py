@@ -26,6 +26,7 @@ TMP = Path(tempfile.mkdtemp(prefix="adkui-live-bench-"))
 os.environ.setdefault("DATABASE_URL", f"sqlite:///{TMP / 'adkui.sqlite3'}")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
 os.environ.setdefault("DEBUG", "0")
+os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")
 
 import django  # noqa: E402
 

@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 TMP = Path(tempfile.mkdtemp(prefix="adkui-bench-"))
 os.environ.setdefault("DATABASE_URL", f"sqlite:///{TMP / 'adkui.sqlite3'}")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
-os.environ.setdefault("DEBUG", "0")  # DEBUG records every query: not what a deployment runs
+os.environ.setdefault("DEBUG", "0")
+os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")  # DEBUG records every query: not what a deployment runs
 
 import django  # noqa: E402
 from asgiref.sync import sync_to_async  # noqa: E402

@@ -1,1 +1,177 @@
+"""Eval sets, cases, runs and results.
+
+An eval case is ADK's `EvalCase` JSON kept whole (`EvalCase.data`) and
+validated with ADK's model; we add only the columns we look things up by.
+A run stores each case's result as the case finishes, so a run cut short by a
+restart keeps what it did and can resume with the rest.
+"""
 from __future__ import annotations
+
+from datetime import timedelta
+from django.db import models
+from django.utils import timezone
+from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
+
+# A run whose worker has not beaten its heart for this long has no worker.
+HEARTBEAT_STALE = timedelta(seconds=15)
+
+
+class EvalSet(models.Model):
+    """ADK's EvalSet: its id, names and timestamp; the cases are rows of EvalCase."""
+
+    app_name = models.CharField(max_length=255, blank=True, default="", help_text="The agent it evaluates.")
+    eval_set_id = models.CharField(max_length=255)
+    name = models.CharField(max_length=255, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    creation_timestamp = models.FloatField(default=0.0)
+    # ADK test_config.json `criteria`, as imported or last run; empty means ADK's defaults.
+    criteria = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["app_name", "eval_set_id"]
+        constraints = [models.UniqueConstraint(fields=["app_name", "eval_set_id"], name="unique_eval_set_id")]
+
+    def __str__(self) -> str:
+        return self.eval_set_id
+
+
+class EvalCaseQuerySet(models.QuerySet["EvalCase"]):
+    def ordered(self) -> EvalCaseQuerySet:
+        return self.order_by("position", "pk")
+
+
+class EvalCase(models.Model):
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="cases")
+    eval_id = models.CharField(max_length=255)
+    position = models.PositiveIntegerField(default=0)
+    data = models.JSONField(help_text="ADK's EvalCase, whole (model_dump mode=json).")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = EvalCaseQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["position", "pk"]
+        constraints = [models.UniqueConstraint(fields=["eval_set", "eval_id"], name="unique_eval_case_id")]
+
+    def __str__(self) -> str:
+        return self.eval_id
+
+    def adk(self) -> AdkEvalCase:
+        return AdkEvalCase.model_validate(self.data)
+
+    @property
+    def turn_count(self) -> int:
+        return len(self.data.get("conversation") or [])
+
+    @property
+    def first_user_text(self) -> str:
+        for turn in self.data.get("conversation") or []:
+            for part in (turn.get("user_content") or {}).get("parts") or []:
+                if part.get("text"):
+                    return part["text"]
+        return ""
+
+
+class EvalRun(models.Model):
+    QUEUED, RUNNING, COMPLETED, STOPPED, INTERRUPTED, FAILED = (
+        "queued", "running", "completed", "stopped", "interrupted", "failed"
+    )
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, COMPLETED, STOPPED, INTERRUPTED, FAILED)]
+    ACTIVE = (QUEUED, RUNNING)
+    RESUMABLE = (STOPPED, INTERRUPTED, FAILED)
+
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="runs")
+    app_name = models.CharField(max_length=255, help_text="The agent run.")
+    metrics = models.JSONField(default=list, help_text="MetricSpec dicts: name, threshold, match type, ignore args.")
+    eval_ids = models.JSONField(default=list, help_text="The cases run, in order.")
+    repeats = models.PositiveIntegerField(default=1)
+    concurrency = models.PositiveIntegerField(default=1)
+    source = models.CharField(max_length=16, default="ui")
+    status = models.CharField(max_length=16, choices=STATUSES, default=QUEUED)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    passed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    agent_seconds = models.FloatField(default=0.0, help_text="Time inside the agent's own runs.")
+    elapsed_seconds = models.FloatField(default=0.0)
+    error = models.TextField(blank=True, default="")
+    stop_requested = models.BooleanField(default=False)
+    worker = models.CharField(max_length=255, blank=True, default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-pk"]
+        indexes = [models.Index(fields=["status"], name="eval_run_status")]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.eval_set_id}"
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.done / self.total) if self.total else 100
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def can_resume(self) -> bool:
+        return self.status in self.RESUMABLE and self.done < self.total
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [m["metric_name"] for m in self.metrics]
+
+
+class EvalCaseResult(models.Model):
+    PASSED, FAILED, NOT_EVALUATED, ERROR = "passed", "failed", "not_evaluated", "error"
+    STATUSES = [(s, s) for s in (PASSED, FAILED, NOT_EVALUATED, ERROR)]
+
+    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results")
+    case = models.ForeignKey(EvalCase, on_delete=models.SET_NULL, null=True, blank=True, related_name="results")
+    eval_id = models.CharField(max_length=255)
+    repeat = models.PositiveIntegerField(default=0)
+    position = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=STATUSES)
+    metrics = models.JSONField(default=list, help_text="Per metric: name, threshold, score, ADK status.")
+    case_data = models.JSONField(help_text="The ADK EvalCase as it was run.")
+    session = models.ForeignKey(
+        "sessions_app.Session", on_delete=models.SET_NULL, null=True, blank=True, related_name="eval_results"
+    )
+    user_id = models.CharField(max_length=255, blank=True, default="")
+    adk_session_id = models.CharField(max_length=255, blank=True, default="", help_text="ADK's id of the session.")
+    error = models.TextField(blank=True, default="")
+    agent_seconds = models.FloatField(default=0.0)
+    seconds = models.FloatField(default=0.0)
+    finished_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["position", "repeat", "pk"]
+        constraints = [models.UniqueConstraint(fields=["run", "eval_id", "repeat"], name="unique_case_result")]
+
+    def __str__(self) -> str:
+        return f"{self.eval_id} #{self.repeat}: {self.status}"
+
+
+class EvalInvocationResult(models.Model):
+    case_result = models.ForeignKey(EvalCaseResult, on_delete=models.CASCADE, related_name="invocations")
+    index = models.PositiveIntegerField()
+    invocation_id = models.CharField(max_length=255, blank=True, default="")
+    user_text = models.TextField(blank=True, default="")
+    actual = models.JSONField(help_text="ADK's Invocation as the agent produced it.")
+    actual_tool_calls = models.JSONField(default=list)
+    actual_response = models.TextField(blank=True, default="")
+    metrics = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["index"]
+        constraints = [models.UniqueConstraint(fields=["case_result", "index"], name="unique_invocation_result")]
+
+    def __str__(self) -> str:
+        return f"invocation {self.index}"

@@ -69,7 +69,7 @@ class _Api(APIView):
         if isinstance(exc, InputValidationError):
             return _detail(str(exc), 400)
         if isinstance(exc, ValidationError):
-            return JsonResponse({"detail": json.loads(exc.json(include_url=False))}, status=422)
+            return JsonResponse({"detail": json.loads(exc.json(include_url=False, include_input=False))}, status=422)
         if isinstance(exc, (ValueError, TypeError, AttributeError)) and getattr(self, "_parsing", False):
             # google-genai's validators can fail on odd input without a ValidationError.
             return _detail(f"Invalid request body: {exc}", 422)

@@ -8,6 +8,24 @@ from django import forms
 from .scopes import StateValueError, json_safe_state
 
 
+def _state_json(raw: str | None, what: str) -> dict[str, Any]:
+    """A JSON object of storable state values typed into a form ({} when empty)."""
+    raw = (raw or "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from exc
+    if not isinstance(value, dict):
+        raise forms.ValidationError(f'{what} must be a JSON object, like {{"key": "value"}}.')
+    try:
+        json_safe_state(value)
+    except StateValueError as exc:
+        raise forms.ValidationError(str(exc)) from exc
+    return value
+
+
 class SessionCreateForm(forms.Form):
     user_id = forms.CharField(max_length=255, initial="user")
     session_id = forms.CharField(max_length=255, required=False, help_text="Leave empty for a generated id.")
@@ -24,20 +42,7 @@ class SessionCreateForm(forms.Form):
         return value
 
     def clean_state(self) -> dict[str, Any]:
-        raw = (self.cleaned_data.get("state") or "").strip()
-        if not raw:
-            return {}
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from exc
-        if not isinstance(value, dict):
-            raise forms.ValidationError("The initial state must be a JSON object, like {\"key\": \"value\"}.")
-        try:
-            json_safe_state(value)
-        except StateValueError as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        return value
+        return _state_json(self.cleaned_data.get("state"), "The initial state")
 
 
 class ChatForm(forms.Form):
@@ -50,20 +55,7 @@ class ChatForm(forms.Form):
     max_llm_calls = forms.IntegerField(required=False, min_value=1, max_value=1000, label="max LLM calls")
 
     def clean_state_delta(self) -> dict[str, Any]:
-        raw = (self.cleaned_data.get("state_delta") or "").strip()
-        if not raw:
-            return {}
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from exc
-        if not isinstance(value, dict):
-            raise forms.ValidationError("The state delta must be a JSON object.")
-        try:
-            json_safe_state(value)
-        except StateValueError as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        return value
+        return _state_json(self.cleaned_data.get("state_delta"), "The state delta")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

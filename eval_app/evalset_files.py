@@ -1,0 +1,286 @@
+"""Reading and writing ADK's eval set files; ADK's pydantic models are the schema.
+
+Accepted: `.evalset.json` (ADK's `EvalSet`), the same shape in YAML, and ADK's
+legacy formats: a `.test.json` list of turns (`query`, `expected_tool_use`,
+`reference`) or a list of `{name, data, initial_session}` cases. A
+`test_config.json` (ADK's `EvalConfig`) gives the metrics and thresholds.
+A file with any problem is refused whole, each problem named by its field path.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+import yaml
+from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
+from google.adk.evaluation.eval_config import EvalConfig
+from google.adk.evaluation.eval_metrics import BaseCriterion, ToolTrajectoryCriterion
+from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
+from google.adk.evaluation.local_eval_sets_manager import convert_eval_set_to_pydantic_schema
+from pydantic import ValidationError
+from pydantic.alias_generators import to_snake
+
+from .metrics import DEFAULT_THRESHOLDS, SUPPORTED_METRICS, TRAJECTORY, MetricSpec
+
+MAX_PROBLEMS = 20
+FORMAT_EVALSET, FORMAT_YAML, FORMAT_LEGACY = "evalset", "yaml", "legacy"
+
+
+class EvalSetFileError(ValueError):
+    """A file that cannot be imported; `problems` are "field.path: reason" lines."""
+
+    def __init__(self, filename: str, problems: list[str]):
+        self.filename = filename
+        self.problems = problems[:MAX_PROBLEMS]
+        more = len(problems) - len(self.problems)
+        super().__init__(f"{filename}: " + "; ".join(self.problems) + (f" (and {more} more)" if more else ""))
+
+
+@dataclass
+class ParsedEvalSet:
+    eval_set: AdkEvalSet
+    format: str
+
+
+# ---- reading ----------------------------------------------------------------
+
+
+def parse_eval_set_file(*, filename: str, content: bytes | str) -> ParsedEvalSet:
+    """An `EvalSet` from any supported file, or EvalSetFileError naming every problem."""
+    is_yaml = filename.lower().endswith((".yaml", ".yml"))
+    data = _load_yaml(filename, content) if is_yaml else _load_json(filename, content)
+    if isinstance(data, list):
+        return ParsedEvalSet(_from_legacy(filename, data), FORMAT_LEGACY)
+    if not isinstance(data, dict):
+        raise EvalSetFileError(filename, [f"(top level): expected an eval set object or a list, got {_kind(data)}"])
+    try:
+        eval_set = AdkEvalSet.model_validate(data)
+    except ValidationError as exc:
+        raise EvalSetFileError(filename, validation_problems(exc)) from exc
+    _check_unique_ids(filename, eval_set)
+    return ParsedEvalSet(eval_set, FORMAT_YAML if is_yaml else FORMAT_EVALSET)
+
+
+def validation_problems(exc: ValidationError, prefix: str = "") -> list[str]:
+    return [f"{_path(prefix, err['loc'])}: {err['msg']}" for err in exc.errors()]
+
+
+def _path(prefix: str, loc: tuple[Any, ...]) -> str:
+    path = prefix
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+            continue
+        # ADK's models name fields by camelCase alias in errors; files use snake_case.
+        name = to_snake(part) if part[:1].islower() else part
+        path += f".{name}" if path else name
+    return path or "(top level)"
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+
+
+def _text(content: bytes | str) -> str:
+    return content.decode("utf-8-sig") if isinstance(content, bytes) else content
+
+
+def _load_json(filename: str, content: bytes | str) -> Any:
+    try:
+        return json.loads(_text(content))
+    except UnicodeDecodeError as exc:
+        raise EvalSetFileError(filename, [f"(file): not UTF-8 text ({exc.reason})"]) from exc
+    except json.JSONDecodeError as exc:
+        raise EvalSetFileError(filename, [f"line {exc.lineno} column {exc.colno}: {exc.msg}"]) from exc
+
+
+def _load_yaml(filename: str, content: bytes | str) -> Any:
+    try:
+        return yaml.safe_load(_text(content))
+    except UnicodeDecodeError as exc:
+        raise EvalSetFileError(filename, [f"(file): not UTF-8 text ({exc.reason})"]) from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "(file)"
+        raise EvalSetFileError(filename, [f"{where}: {getattr(exc, 'problem', None) or exc}"]) from exc
+
+
+def _check_unique_ids(filename: str, eval_set: AdkEvalSet) -> None:
+    seen: set[str] = set()
+    problems = []
+    for index, case in enumerate(eval_set.eval_cases):
+        if case.eval_id in seen:
+            problems.append(f"eval_cases[{index}].eval_id: duplicate eval id {case.eval_id!r}")
+        seen.add(case.eval_id)
+    if problems:
+        raise EvalSetFileError(filename, problems)
+
+
+# ---- ADK's legacy formats ---------------------------------------------------
+
+
+def eval_set_id_from_filename(filename: str) -> str:
+    name = PurePath(filename).name
+    for suffix in (".evalset.json", ".test.json", ".json", ".yaml", ".yml"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "eval_set"
+
+
+def _from_legacy(filename: str, data: list[Any]) -> AdkEvalSet:
+    """Convert with ADK's own converter, once the shape is checked (it would KeyError)."""
+    eval_set_id = eval_set_id_from_filename(filename)
+    if data and all(isinstance(item, dict) and "query" in item for item in data):
+        # A .test.json: the whole file is one case, named after the file (as AgentEvaluator does).
+        cases = [{"name": eval_set_id, "data": data}]
+        problems = _turns_problems(data, "")
+    else:
+        cases = data
+        problems = _cases_problems(data)
+    if problems:
+        raise EvalSetFileError(filename, problems)
+    try:
+        eval_set = convert_eval_set_to_pydantic_schema(eval_set_id=eval_set_id, eval_set_in_json_format=cases)
+    except ValidationError as exc:
+        raise EvalSetFileError(filename, validation_problems(exc)) from exc
+    _check_unique_ids(filename, eval_set)
+    return eval_set
+
+
+def _cases_problems(data: list[Any]) -> list[str]:
+    if not data:
+        return ["(top level): an empty list has no cases"]
+    problems = []
+    for i, case in enumerate(data):
+        where = f"[{i}]"
+        if not isinstance(case, dict):
+            problems.append(f"{where}: expected a case object with 'name' and 'data', got {_kind(case)}")
+            continue
+        if not isinstance(case.get("name"), str) or not case["name"]:
+            problems.append(f"{where}.name: a non-empty string is required")
+        if not isinstance(case.get("data"), list):
+            problems.append(f"{where}.data: a list of turns is required")
+        else:
+            problems += _turns_problems(case["data"], f"{where}.data")
+        session = case.get("initial_session", {})
+        if not isinstance(session, dict) or not isinstance(session.get("state", {}), dict):
+            problems.append(f"{where}.initial_session: expected an object with a 'state' object")
+    return problems
+
+
+def _turns_problems(turns: list[Any], prefix: str) -> list[str]:
+    problems = []
+    for i, turn in enumerate(turns):
+        where = f"{prefix}[{i}]"
+        if not isinstance(turn, dict):
+            problems.append(f"{where}: expected a turn object, got {_kind(turn)}")
+            continue
+        if not isinstance(turn.get("query"), str):
+            problems.append(f"{where}.query: a string is required")
+        if not isinstance(turn.get("reference", ""), str):
+            problems.append(f"{where}.reference: expected a string")
+        problems += _tool_use_problems(turn.get("expected_tool_use", []), f"{where}.expected_tool_use")
+        for j, response in enumerate(turn.get("expected_intermediate_agent_responses", [])):
+            if not (isinstance(response, dict) and isinstance(response.get("author"), str)
+                    and isinstance(response.get("text"), str)):
+                problems.append(f"{where}.expected_intermediate_agent_responses[{j}]: needs 'author' and 'text' strings")
+    return problems
+
+
+def _tool_use_problems(uses: Any, where: str) -> list[str]:
+    if not isinstance(uses, list):
+        return [f"{where}: expected a list"]
+    problems = []
+    for j, use in enumerate(uses):
+        if not isinstance(use, dict) or not isinstance(use.get("tool_name"), str):
+            problems.append(f"{where}[{j}].tool_name: a string is required")
+        elif not isinstance(use.get("tool_input", None), dict):
+            problems.append(f"{where}[{j}].tool_input: an object is required")
+    return problems
+
+
+# ---- test_config.json -------------------------------------------------------
+
+
+def parse_test_config(*, content: bytes | str, filename: str = "test_config.json") -> list[MetricSpec]:
+    """Metric specs from ADK's test_config.json (criteria: a number or an object)."""
+    data = _load_json(filename, content)
+    try:
+        config = EvalConfig.model_validate(data)
+    except ValidationError as exc:
+        raise EvalSetFileError(filename, validation_problems(exc)) from exc
+    return specs_from_criteria(filename, config.criteria)
+
+
+def specs_from_criteria(filename: str, criteria: dict[str, Any]) -> list[MetricSpec]:
+    specs, problems = [], []
+    for name, criterion in criteria.items():
+        if name not in SUPPORTED_METRICS:
+            problems.append(f"criteria.{name}: not a metric adkui scores (use {' or '.join(SUPPORTED_METRICS)})")
+            continue
+        try:
+            specs.append(_spec(name, criterion))
+        except ValidationError as exc:
+            problems += validation_problems(exc, f"criteria.{name}")
+    if problems:
+        raise EvalSetFileError(filename, problems)
+    return specs
+
+
+def _spec(name: str, criterion: float | int | BaseCriterion | dict[str, Any]) -> MetricSpec:
+    if isinstance(criterion, (int, float)):
+        return MetricSpec(name, float(criterion))
+    raw = criterion.model_dump() if isinstance(criterion, BaseCriterion) else criterion
+    if name != TRAJECTORY:
+        return MetricSpec(name, float(BaseCriterion.model_validate(raw).threshold))
+    parsed = ToolTrajectoryCriterion.model_validate(raw)  # ADK's own coercion of "in_order", "ANY-ORDER", ...
+    return MetricSpec(name, float(parsed.threshold), parsed.match_type.name, parsed.ignore_args)
+
+
+def default_specs() -> list[MetricSpec]:
+    return [MetricSpec(name, threshold) for name, threshold in DEFAULT_THRESHOLDS.items()]
+
+
+def specs_from_stored(criteria: dict[str, Any]) -> list[MetricSpec]:
+    """Specs from criteria we stored ourselves (already validated)."""
+    return specs_from_criteria("stored criteria", criteria) if criteria else default_specs()
+
+
+def criteria_of(specs: list[MetricSpec]) -> dict[str, Any]:
+    return {spec.metric_name: spec.criterion() for spec in specs}
+
+
+# ---- writing ----------------------------------------------------------------
+
+
+def build_eval_set(*, eval_set_id: str, name: str, description: str, creation_timestamp: float,
+                   cases: list[dict[str, Any]]) -> AdkEvalSet:
+    return AdkEvalSet(
+        eval_set_id=eval_set_id,
+        name=name or None,
+        description=description or None,
+        creation_timestamp=creation_timestamp,
+        eval_cases=[AdkEvalCase.model_validate(case) for case in cases],
+    )
+
+
+def dump_eval_set_json(eval_set: AdkEvalSet) -> str:
+    # The same options ADK's LocalEvalSetsManager writes .evalset.json files with.
+    return eval_set.model_dump_json(indent=2, exclude_defaults=True, exclude_none=True)
+
+
+def dump_eval_set_yaml(eval_set: AdkEvalSet) -> str:
+    return yaml.safe_dump(json.loads(dump_eval_set_json(eval_set)), sort_keys=False, allow_unicode=True)
+
+
+def dump_test_config(specs: list[MetricSpec]) -> str:
+    return json.dumps({"criteria": criteria_of(specs)}, indent=2) + "\n"
+
+
+def case_json(case: AdkEvalCase) -> dict[str, Any]:
+    """How an ADK EvalCase is stored: its whole JSON form."""
+    return case.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,305 @@
+"""Reads: eval sets, run history and trends, result details, run comparison,
+and eval cases built from stored sessions."""
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from statistics import mean
+from typing import Any
+
+from django.db.models import Count, Max
+from django.urls import NoReverseMatch, reverse
+from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
+from google.adk.evaluation.eval_case import IntermediateData, Invocation, SessionInput
+from google.adk.evaluation.evaluation_generator import EvaluationGenerator
+from google.genai import types
+
+from sessions_app import selectors as session_selectors
+from sessions_app.models import SCOPE_PREFIXES, Session, StateChange
+
+from . import diffs, metrics
+from .models import EvalCaseResult, EvalRun, EvalSet
+
+# ---- eval sets --------------------------------------------------------------
+
+
+def eval_set_list() -> list[EvalSet]:
+    return list(EvalSet.objects.annotate(case_count=Count("cases", distinct=True), last_run=Max("runs__pk")))
+
+
+def runs_by_pk(pks: list[int]) -> dict[int, EvalRun]:
+    return EvalRun.objects.in_bulk([pk for pk in pks if pk])
+
+
+def session_url(session_pk: int | None) -> str:
+    """The session page, once sessions_app serves one; "" otherwise."""
+    if not session_pk:
+        return ""
+    try:
+        return reverse("sessions_app:session_detail", args=[session_pk])
+    except NoReverseMatch:
+        return ""
+
+
+# ---- cases from sessions ----------------------------------------------------
+
+
+def session_initial_state(session: Session) -> dict[str, Any]:
+    """The state the session was created with (its seq-0 changes), keys prefixed by scope."""
+    changes = StateChange.objects.filter(session=session, seq=0).order_by("pk")
+    return {SCOPE_PREFIXES[c.scope] + c.key: c.new_value for c in changes}
+
+
+def default_eval_id(session: Session) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", f"session_{session.session_id}").strip("_")[:200]
+
+
+def eval_case_from_session(session: Session, *, eval_id: str) -> AdkEvalCase:
+    """The session's invocations as an eval case: each user turn, with its final
+    response and tool calls as the expectation, and the session's real user id
+    and initial state (not the agent's empty state, as adk web does)."""
+    events = session_selectors.adk_events(session_selectors.session_event_json(session=session))
+    conversation = [
+        _expected_invocation(invocation)
+        for invocation in EvaluationGenerator.convert_events_to_eval_invocations(events)
+        if invocation.user_content.parts
+    ]
+    return AdkEvalCase(
+        eval_id=eval_id,
+        conversation=conversation,
+        session_input=SessionInput(
+            app_name=session.app.name, user_id=session.user_id, state=session_initial_state(session)
+        ),
+        creation_timestamp=time.time(),
+    )
+
+
+def _expected_invocation(invocation: Invocation) -> Invocation:
+    # Only what the metrics compare is kept: names and args, not ADK's per-run call ids.
+    calls = [types.FunctionCall(name=c.name, args=c.args or {}) for c in metrics.tool_calls(invocation)]
+    return Invocation(
+        invocation_id=invocation.invocation_id,
+        user_content=invocation.user_content,
+        final_response=invocation.final_response,
+        intermediate_data=IntermediateData(tool_uses=calls),
+        creation_timestamp=invocation.creation_timestamp,
+    )
+
+
+# ---- run history and trend --------------------------------------------------
+
+
+@dataclass
+class RunSummary:
+    run: EvalRun
+    metric_means: dict[str, float | None]
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.run.passed / self.run.done if self.run.done else None
+
+
+def run_history(eval_set: EvalSet, *, limit: int = 30) -> list[RunSummary]:
+    """The newest runs of the set, oldest first, each with its mean score per metric."""
+    runs = list(eval_set.runs.order_by("-pk")[:limit])[::-1]
+    scores: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run_pk, case_metrics in EvalCaseResult.objects.filter(run__in=runs).values_list("run_id", "metrics"):
+        for m in case_metrics:
+            if m.get("score") is not None:
+                scores[run_pk][m["metric_name"]].append(m["score"])
+    return [
+        RunSummary(run, {name: (mean(scores[run.pk][name]) if scores[run.pk][name] else None)
+                         for name in run.metric_names})
+        for run in runs
+    ]
+
+
+SERIES_COLOURS = {"pass rate": "#0b8043", metrics.TRAJECTORY: "#1a73e8", metrics.RESPONSE_MATCH: "#8e44ad"}
+
+
+@dataclass
+class ChartPoint:
+    x: float
+    y: float
+    value: float
+    run_pk: int
+
+
+@dataclass
+class ChartSeries:
+    name: str
+    colour: str
+    points: list[ChartPoint] = field(default_factory=list)
+
+    @property
+    def polyline(self) -> str:
+        return " ".join(f"{p.x:.1f},{p.y:.1f}" for p in self.points)
+
+
+@dataclass
+class TrendChart:
+    width: int
+    height: int
+    pad: int
+    series: list[ChartSeries]
+    labels: list[tuple[float, int]]  # x, run pk
+
+    def y_of(self, value: float) -> float:
+        return self.pad + (1 - value) * (self.height - 2 * self.pad)
+
+    @property
+    def gridlines(self) -> list[tuple[float, str]]:
+        return [(self.y_of(v), f"{v:.1f}") for v in (0.0, 0.5, 1.0)]
+
+
+def trend_chart(history: list[RunSummary], *, width: int = 640, height: int = 180, pad: int = 28) -> TrendChart | None:
+    """Pass rate and mean metric scores per run, as SVG coordinates (all values are 0..1)."""
+    finished = [h for h in history if h.run.done]
+    if not finished:
+        return None
+    chart = TrendChart(width, height, pad, [], [])
+    step = (width - 2 * pad) / max(len(finished) - 1, 1)
+    xs = [pad + i * step for i in range(len(finished))]
+    chart.labels = [(x, h.run.pk) for x, h in zip(xs, finished)]
+    names = ["pass rate"] + sorted({n for h in finished for n in h.metric_means})
+    for name in names:
+        series = ChartSeries(name, SERIES_COLOURS.get(name, "#b06000"))
+        for x, summary in zip(xs, finished):
+            value = summary.pass_rate if name == "pass rate" else summary.metric_means.get(name)
+            if value is not None:
+                series.points.append(ChartPoint(x, chart.y_of(min(max(value, 0.0), 1.0)), value, summary.run.pk))
+        if series.points:
+            chart.series.append(series)
+    return chart
+
+
+# ---- one case result --------------------------------------------------------
+
+
+@dataclass
+class InvocationView:
+    index: int
+    user_text: str
+    expected_response: str
+    actual_response: str
+    expected_spans: list[diffs.Span]
+    actual_spans: list[diffs.Span]
+    calls: list[diffs.CallRow]
+    metrics: list[dict[str, Any]]
+
+
+def _calls(invocation: Invocation | None) -> list[dict[str, Any]]:
+    return [{"name": c.name, "args": c.args or {}} for c in metrics.tool_calls(invocation)]
+
+
+def expected_invocations(case_data: dict[str, Any]) -> list[Invocation]:
+    return [Invocation.model_validate(i) for i in case_data.get("conversation") or []]
+
+
+def case_result_views(result: EvalCaseResult) -> list[InvocationView]:
+    """Expected against actual for every invocation of a case result, with differences."""
+    expected = expected_invocations(result.case_data)
+    views = []
+    for row in result.invocations.all():
+        wanted = expected[row.index] if row.index < len(expected) else None
+        expected_text = metrics.response_text(wanted.final_response) if wanted else ""
+        left, right = diffs.text_diff(expected_text, row.actual_response)
+        views.append(InvocationView(
+            index=row.index, user_text=row.user_text, expected_response=expected_text,
+            actual_response=row.actual_response, expected_spans=left, actual_spans=right,
+            calls=diffs.trajectory_diff(_calls(wanted), row.actual_tool_calls), metrics=row.metrics,
+        ))
+    return views
+
+
+# ---- comparing two runs -----------------------------------------------------
+
+REGRESSED, IMPROVED, UNCHANGED, ADDED, REMOVED = "regressed", "improved", "unchanged", "added", "removed"
+
+
+@dataclass
+class CaseSide:
+    status: str
+    scores: dict[str, float | None]
+    calls: list[list[dict[str, Any]]]  # actual tool calls per invocation, from the first repeat
+    result_pk: int
+
+
+@dataclass
+class CaseComparison:
+    eval_id: str
+    a: CaseSide | None
+    b: CaseSide | None
+    change: str
+    trajectory: list[list[diffs.CallRow]] = field(default_factory=list)
+    trajectory_differs: bool = False
+
+    def delta(self, metric_name: str) -> float | None:
+        if not (self.a and self.b):
+            return None
+        before, after = self.a.scores.get(metric_name), self.b.scores.get(metric_name)
+        return None if before is None or after is None else after - before
+
+
+def _case_sides(run: EvalRun) -> dict[str, CaseSide]:
+    grouped: dict[str, list[EvalCaseResult]] = defaultdict(list)
+    for result in run.results.prefetch_related("invocations").order_by("position", "repeat"):
+        grouped[result.eval_id].append(result)
+    sides = {}
+    for eval_id, results in grouped.items():
+        statuses = {r.status for r in results}
+        if statuses == {EvalCaseResult.PASSED}:
+            status = EvalCaseResult.PASSED
+        elif statuses & {EvalCaseResult.FAILED, EvalCaseResult.ERROR}:
+            status = EvalCaseResult.FAILED
+        else:
+            status = EvalCaseResult.NOT_EVALUATED
+        scores: dict[str, list[float]] = defaultdict(list)
+        for r in results:
+            for m in r.metrics:
+                if m.get("score") is not None:
+                    scores[m["metric_name"]].append(m["score"])
+        first = results[0]
+        calls = [inv.actual_tool_calls for inv in first.invocations.all()]
+        sides[eval_id] = CaseSide(status, {k: mean(v) for k, v in scores.items()}, calls, first.pk)
+    return sides
+
+
+def _change(a: CaseSide | None, b: CaseSide | None) -> str:
+    if a is None:
+        return ADDED
+    if b is None:
+        return REMOVED
+    was, now = a.status == EvalCaseResult.PASSED, b.status == EvalCaseResult.PASSED
+    if was and not now:
+        return REGRESSED
+    if now and not was:
+        return IMPROVED
+    return UNCHANGED
+
+
+def run_compare(a: EvalRun, b: EvalRun) -> list[CaseComparison]:
+    """Each case of either run: verdicts, score deltas and, where the agent's
+    tool calls differ, A's trajectory against B's. Regressions come first."""
+    left, right = _case_sides(a), _case_sides(b)
+    order = list(dict.fromkeys(list(left) + list(right)))
+    rows = []
+    for eval_id in order:
+        side_a, side_b = left.get(eval_id), right.get(eval_id)
+        row = CaseComparison(eval_id, side_a, side_b, _change(side_a, side_b))
+        if side_a and side_b:
+            row.trajectory_differs = side_a.calls != side_b.calls
+        if row.trajectory_differs or (side_a and side_b and row.change in (REGRESSED, IMPROVED)):
+            pairs = max(len(side_a.calls), len(side_b.calls))
+            row.trajectory = [
+                diffs.trajectory_diff(_at(side_a.calls, i), _at(side_b.calls, i)) for i in range(pairs)
+            ]
+        rows.append(row)
+    rank = {REGRESSED: 0, IMPROVED: 1, ADDED: 2, REMOVED: 3, UNCHANGED: 4}
+    return sorted(rows, key=lambda r: rank[r.change])
+
+
+def _at(calls: list[list[dict[str, Any]]], index: int) -> list[dict[str, Any]]:
+    return calls[index] if index < len(calls) else []

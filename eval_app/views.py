@@ -1,0 +1,167 @@
+"""HTML views of the eval app: eval sets, cases, runs, results, comparison."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from . import selectors, services, worker
+from .evalset_files import (
+    build_eval_set,
+    dump_eval_set_json,
+    dump_eval_set_yaml,
+    dump_test_config,
+    specs_from_stored,
+)
+from .forms import ImportForm, RunForm, concurrency_setting
+from .models import EvalCaseResult, EvalRun, EvalSet
+
+
+@require_http_methods(["GET", "POST"])
+def eval_set_list(request: HttpRequest) -> HttpResponse:
+    worker.reap()
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            eval_set = services.eval_set_import(
+                parsed=form.parsed, app_name=form.cleaned_data["app_name"], specs=form.specs,
+                replace=form.cleaned_data["replace"],
+            )
+        except services.EvalError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Imported {eval_set.cases.count()} cases into {eval_set.eval_set_id}.")
+            return redirect("eval_app:eval_set_detail", pk=eval_set.pk)
+    eval_sets = selectors.eval_set_list()
+    last_runs = selectors.runs_by_pk([s.last_run for s in eval_sets])
+    rows = [(s, last_runs.get(s.last_run)) for s in eval_sets]
+    status = 400 if form.errors else 200
+    return render(request, "eval_app/eval_set_list.html", {"rows": rows, "form": form}, status=status)
+
+
+def _eval_set_page(request: HttpRequest, eval_set: EvalSet, run_form: RunForm, status: int = 200) -> HttpResponse:
+    history = selectors.run_history(eval_set)
+    return render(request, "eval_app/eval_set_detail.html", {
+        "eval_set": eval_set,
+        "cases": eval_set.cases.ordered(),
+        "run_form": run_form,
+        "history": history[::-1],
+        "chart": selectors.trend_chart(history),
+        "concurrency": concurrency_setting(),
+    }, status=status)
+
+
+@require_GET
+def eval_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    worker.reap()
+    eval_set = get_object_or_404(EvalSet, pk=pk)
+    return _eval_set_page(request, eval_set, RunForm(eval_set=eval_set))
+
+
+@require_POST
+def eval_set_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    eval_set = get_object_or_404(EvalSet, pk=pk)
+    services.eval_set_delete(eval_set=eval_set)
+    messages.success(request, f"Deleted eval set {eval_set.eval_set_id}.")
+    return redirect("eval_app:eval_set_list")
+
+
+@require_GET
+def eval_set_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    eval_set = get_object_or_404(EvalSet, pk=pk)
+    if fmt == "config":
+        body, name, kind = dump_test_config(specs_from_stored(eval_set.criteria)), "test_config.json", "application/json"
+    else:
+        adk_set = build_eval_set(
+            eval_set_id=eval_set.eval_set_id, name=eval_set.name, description=eval_set.description,
+            creation_timestamp=eval_set.creation_timestamp, cases=[c.data for c in eval_set.cases.ordered()],
+        )
+        if fmt == "yaml":
+            body, name, kind = dump_eval_set_yaml(adk_set), f"{eval_set.eval_set_id}.evalset.yaml", "application/yaml"
+        elif fmt == "json":
+            body, name, kind = dump_eval_set_json(adk_set), f"{eval_set.eval_set_id}.evalset.json", "application/json"
+        else:
+            raise Http404("Unknown export format.")
+    response = HttpResponse(body, content_type=f"{kind}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@require_POST
+def eval_run_create(request: HttpRequest, pk: int) -> HttpResponse:
+    eval_set = get_object_or_404(EvalSet, pk=pk)
+    form = RunForm(request.POST, eval_set=eval_set)
+    if form.is_valid():
+        try:
+            run = services.eval_run_create(
+                eval_set=eval_set, app_name=form.cleaned_data["app_name"], specs=form.specs(),
+                eval_ids=form.chosen_eval_ids(), repeats=form.cleaned_data["repeats"],
+                concurrency=concurrency_setting(),
+            )
+            services.eval_set_save_criteria(eval_set=eval_set, specs=form.specs())
+        except services.EvalError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("eval_app:run_detail", pk=run.pk)
+    return _eval_set_page(request, eval_set, form, status=400)
+
+
+@require_GET
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    worker.reap()
+    run = get_object_or_404(EvalRun.objects.select_related("eval_set"), pk=pk)
+    others = run.eval_set.runs.exclude(pk=run.pk).order_by("-pk")[:20]
+    return render(request, "eval_app/run_detail.html", {
+        # Finish order, the order the live page appends rows in.
+        "run": run, "results": run.results.order_by("pk"), "others": others,
+    })
+
+
+def _back_to_run(request: HttpRequest, run: EvalRun) -> HttpResponse:
+    url = reverse("eval_app:run_detail", args=[run.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@require_POST
+def run_stop(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(EvalRun, pk=pk)
+    services.eval_run_stop(run=run)
+    return _back_to_run(request, run)
+
+
+@require_POST
+def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(EvalRun, pk=pk)
+    try:
+        services.eval_run_resume(run=run)
+    except services.EvalError as exc:
+        messages.error(request, str(exc))
+    return _back_to_run(request, run)
+
+
+@require_GET
+def result_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    result = get_object_or_404(EvalCaseResult.objects.select_related("run__eval_set", "session"), pk=pk)
+    return render(request, "eval_app/result_detail.html", {
+        "result": result,
+        "run": result.run,
+        "invocations": selectors.case_result_views(result),
+        "session_url": selectors.session_url(result.session_id),
+    })
+
+
+@require_GET
+def run_compare(request: HttpRequest) -> HttpResponse:
+    try:
+        a = get_object_or_404(EvalRun.objects.select_related("eval_set"), pk=int(request.GET.get("a", "")))
+        b = get_object_or_404(EvalRun.objects.select_related("eval_set"), pk=int(request.GET.get("b", "")))
+    except ValueError as exc:
+        raise Http404("Pick two runs to compare.") from exc
+    metric_names = list(dict.fromkeys(a.metric_names + b.metric_names))
+    return render(request, "eval_app/compare.html", {
+        "a": a, "b": b, "rows": selectors.run_compare(a, b), "metric_names": metric_names,
+        "a_label": f"run #{a.pk}", "b_label": f"run #{b.pk}",
+    })

@@ -1,0 +1,75 @@
+"""The run page's websocket: a snapshot on connect, then progress and each finished case as OOB HTML."""
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from eval_app import engine, services
+from eval_app.broadcast import run_group
+from eval_app.evalset_files import default_specs, parse_eval_set_file
+from eval_app.routing import websocket_urlpatterns
+
+from .conftest import AGENT, DEMO_FILE
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("async_db_threads")]
+
+
+@sync_to_async
+def queued_run(eval_ids):
+    parsed = parse_eval_set_file(filename=DEMO_FILE.name, content=DEMO_FILE.read_bytes())
+    eval_set = services.eval_set_import(parsed=parsed, app_name=AGENT)
+    return services.eval_run_create(eval_set=eval_set, app_name=AGENT, specs=default_specs(), eval_ids=eval_ids,
+                                    start=False)
+
+
+async def connect(run_pk: int) -> WebsocketCommunicator:
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/evals/runs/{run_pk}/")
+    connected, _ = await comm.connect()
+    assert connected
+    return comm
+
+
+async def test_it_streams_progress_and_case_rows_until_the_run_completes():
+    run = await queued_run(["greeting", "plan_lisbon"])
+    comm = await connect(run.pk)
+    rows, live = await comm.receive_from(), await comm.receive_from()
+    # Rows come alone: a fragment starting with other elements would lose its <tbody>/<tr>.
+    assert rows.startswith('<tbody id="case-results" hx-swap-oob="true">')
+    assert 'aria-valuenow="0"' in live and 'id="run-header"' in live
+
+    await engine.execute_run(run.pk, worker="test")
+    messages = []
+    while not any("completed" in m and 'id="run-header"' in m for m in messages):
+        messages.append(await comm.receive_from(timeout=5))
+    rows = [i for i, m in enumerate(messages) if m.startswith('<tbody hx-swap-oob="beforeend:#case-results">')]
+    assert len(rows) == 2 and all('<tr id="result-' in messages[i] for i in rows)
+    # Each row is followed by the progress it brought.
+    assert 'aria-valuenow="50"' in messages[rows[0] + 1] and 'aria-valuenow="100"' in messages[rows[1] + 1]
+    assert 'id="run-progress" class="run-progress" hx-swap-oob="true"' in messages[rows[1] + 1]
+    await comm.disconnect()
+
+
+async def test_rows_already_in_the_snapshot_are_not_sent_again():
+    run = await queued_run(["greeting"])
+    await engine.execute_run(run.pk, worker="test")
+    result_pk = await run.results.values_list("pk", flat=True).aget()
+    comm = await connect(run.pk)
+    rows, live = await comm.receive_from(), await comm.receive_from()
+    assert f'id="result-{result_pk}"' in rows and 'aria-valuenow="100"' in live
+    await get_channel_layer().group_send(run_group(run.pk), {"type": "case.finished", "result": result_pk})
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+async def test_it_refuses_an_unknown_run_and_anonymous_users_when_login_is_required(settings):
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/evals/runs/999/")
+    connected, code = await comm.connect()
+    assert not connected and code == 4404
+    run = await queued_run(["greeting"])
+    settings.ADKUI_LOCAL_DEV = False
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/evals/runs/{run.pk}/")
+    connected, code = await comm.connect()
+    assert not connected and code == 4401
