@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from google.adk.sessions import Session
 from google.genai import types
@@ -35,5 +36,19 @@ async def _run_demo() -> Session:
 
 
 def load_demo() -> Session:
-    """Create the demo session once (idempotent) by running the demo agent."""
-    return asyncio.run(_run_demo())
+    """Create the demo session once (idempotent) by running the demo agent,
+    and import the demo eval set so the Evals page has something to run."""
+    session = asyncio.run(_run_demo())
+    _import_demo_eval_set()
+    return session
+
+
+def _import_demo_eval_set() -> None:
+    from eval_app import services
+    from eval_app.evalset_files import parse_eval_set_file
+    from eval_app.models import EvalSet
+
+    path = Path(__file__).resolve().parent.parent / "eval_app" / "demo" / "trip_planner.evalset.json"
+    parsed = parse_eval_set_file(filename=path.name, content=path.read_bytes())
+    if not EvalSet.objects.filter(app_name=DEMO_APP, eval_set_id=parsed.eval_set.eval_set_id).exists():
+        services.eval_set_import(parsed=parsed, app_name=DEMO_APP)
