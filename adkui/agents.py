@@ -81,9 +81,10 @@ def make_runner(name: str, **services: Any) -> Runner:
     services.setdefault("session_service", DjangoSessionService())
     for key, factory in _optional_services().items():
         services.setdefault(key, factory())
-    if isinstance(loaded.root, AdkApp):
-        return Runner(app=loaded.root, app_name=name, **services)
-    return Runner(app_name=name, agent=loaded.root, **services)
+    # Every run adkui starts records what its model calls saw (inspector_app).
+    from inspector_app.plugin import app_with_recorder
+
+    return Runner(app=app_with_recorder(loaded.root, app_name=name), app_name=name, **services)
 
 
 def _optional_services() -> dict[str, Any]:

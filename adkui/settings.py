@@ -202,6 +202,14 @@ ADKUI_MEMORY_MAX_RESULTS = envint("ADKUI_MEMORY_MAX_RESULTS", 10)
 ADKUI_MEMORY_OFFLOAD = envlist("ADKUI_MEMORY_OFFLOAD", ["reset", "timeout"])
 ADKUI_MEMORY_IDLE_SECONDS = envint("ADKUI_MEMORY_IDLE_SECONDS", 1800)
 
+# The inspector's recorder: every model and tool call of runs adkui starts,
+# each stored record capped at ADKUI_RECORDER_MAX_BYTES of JSON.
+ADKUI_RECORDER_ENABLED = envbool("ADKUI_RECORDER_ENABLED", True)
+ADKUI_RECORDER_MAX_BYTES = envint("ADKUI_RECORDER_MAX_BYTES", 64_000)
+
+# Eval cases run at once in one eval run.
+ADKUI_EVAL_CONCURRENCY = envint("ADKUI_EVAL_CONCURRENCY", 1)
+
 # The folder of ADK agent packages, like `adk web AGENTS_DIR`.
 ADKUI_AGENTS_DIR = os.environ.get("ADKUI_AGENTS_DIR", str(BASE_DIR / "adkui" / "demo_agents"))
 

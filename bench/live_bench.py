@@ -27,6 +27,8 @@ os.environ.setdefault("DATABASE_URL", f"sqlite:///{TMP / 'adkui.sqlite3'}")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
 os.environ.setdefault("DEBUG", "0")
 os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")
+os.environ.setdefault("ADKUI_LOCAL_DEV", "1")  # no logins: viewers are anonymous
+os.environ.setdefault("SECURE_SSL_REDIRECT", "0")  # plain http on localhost
 
 import django  # noqa: E402
 
@@ -97,6 +99,8 @@ def measure_push(server, viewers: int, events: int) -> list[float]:
     ours, theirs = multiprocessing.Pipe()
     viewer = multiprocessing.get_context("fork").Process(target=_viewer_process, args=(url, viewers, events, theirs))
     viewer.start()
+    if not ours.poll(60):
+        raise SystemExit("the viewers could not connect (see the server log above)")
     assert ours.recv() == "ready"
     time.sleep(0.5)  # every consumer has joined its group
     started: dict[int, float] = {}
@@ -104,6 +108,8 @@ def measure_push(server, viewers: int, events: int) -> list[float]:
         started[i] = time.perf_counter()
         server.call(service.append_event_sync, adk, make_event(i))
         time.sleep(0.02)
+    if not ours.poll(180):
+        raise SystemExit("the viewers never reported")
     arrivals = ours.recv()
     viewer.join(10)
     missing = viewers * events - len(arrivals)
@@ -155,6 +161,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off serves hashed files, as in production
 
     from tests.conftest import LiveServer
 

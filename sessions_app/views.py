@@ -14,6 +14,7 @@ from django_htmx.middleware import HtmxDetails
 from google.adk.errors.already_exists_error import AlreadyExistsError
 
 from adkui import agents
+from inspector_app import views as inspector_views
 
 from . import run_views, selectors, services, timeline
 from .forms import SessionCreateForm
@@ -110,12 +111,11 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "authors": sorted({"user", *(v.row.author for v in views)} - {""}),
         "initial": selectors.initial_changes(session) if not has_older else [],
         **_state_context(session, at),
-        **run_views.chat_context(session),
     }
-    template = "sessions_app/session_detail.html"
     if request.htmx and request.htmx.target == "timeline-section":
-        template += "#timeline_section"
-    return render(request, template, context)
+        return render(request, "sessions_app/session_detail.html#timeline_section", context)
+    context |= run_views.chat_context(session) | inspector_views.header_context(session)
+    return render(request, "sessions_app/session_detail.html", context)
 
 
 @require_GET

@@ -15,7 +15,6 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 from pydantic import BaseModel
 
-from adkui.adk import DjangoSessionService
 from sessions_app.models import Event as EventRow
 from sessions_app.models import Session as SessionRow
 from sessions_app.models import StateChange

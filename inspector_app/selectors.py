@@ -1,0 +1,147 @@
+"""Reads: the records of an event, an invocation or a session, and their totals."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, ExpressionWrapper, F, FloatField, Max, Min, Q, Sum
+
+from sessions_app.models import Event, Session
+from sessions_app.services import SessionKey
+
+from .models import AgentRun, ModelCall, ToolCall
+
+HEAVY_MODEL_FIELDS = ("request", "response")
+
+
+def session_pk_for(key: SessionKey) -> int | None:
+    return Session.objects.for_key(**key.__dict__).values_list("pk", flat=True).first()
+
+
+@dataclass
+class EventRecords:
+    model_calls: list[ModelCall]
+    tool_calls: list[ToolCall]  # tools whose response (or error) is this event
+    asked_tools: list[ToolCall]  # tools this event's function calls asked for
+
+    @property
+    def empty(self) -> bool:
+        return not (self.model_calls or self.tool_calls or self.asked_tools)
+
+
+def event_records(session: Session, event: Event) -> EventRecords:
+    tools = ToolCall.objects.filter(session=session).order_by("started_at", "pk")
+    return EventRecords(
+        model_calls=list(ModelCall.objects.filter(session=session, event_id=event.event_id).order_by("started_at", "pk")),
+        tool_calls=list(tools.filter(event_id=event.event_id)),
+        asked_tools=list(tools.filter(call_event_id=event.event_id).exclude(event_id=event.event_id)),
+    )
+
+
+def previous_model_call(call: ModelCall) -> ModelCall | None:
+    """The model call of the same invocation just before this one (any agent)."""
+    earlier = ModelCall.objects.filter(
+        Q(started_at__lt=call.started_at) | Q(started_at=call.started_at, pk__lt=call.pk),
+        session_id=call.session_id, invocation_id=call.invocation_id,
+        app_name=call.app_name, user_id=call.user_id, adk_session_id=call.adk_session_id,
+    )
+    return earlier.order_by("-started_at", "-pk").first()
+
+
+def event_seqs(session: Session, event_ids: set[str]) -> dict[str, int]:
+    event_ids.discard("")
+    if not event_ids:
+        return {}
+    return dict(Event.objects.filter(session=session, event_id__in=event_ids).values_list("event_id", "seq"))
+
+
+def invocation_records(session: Session, invocation_id: str) -> tuple[list[AgentRun], list[ModelCall], list[ToolCall]]:
+    """Everything recorded for one invocation, payloads left out (the trace needs none)."""
+    return (
+        list(AgentRun.objects.for_invocation(session, invocation_id)),
+        list(ModelCall.objects.for_invocation(session, invocation_id).defer(*HEAVY_MODEL_FIELDS)),
+        list(ToolCall.objects.for_invocation(session, invocation_id).defer("args")),
+    )
+
+
+@dataclass
+class Totals:
+    invocation_id: str = ""
+    started_at: float | None = None
+    ended_at: float | None = None
+    model_calls: int = 0
+    model_errors: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    total_tokens: int = 0
+    model_ms: float = 0.0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    invocations: list[Totals] = field(default_factory=list)
+    wall_ms_sum: float = 0.0
+
+    @property
+    def wall_ms(self) -> float | None:
+        """Invocation: first start to last end. Session: the invocations' sum."""
+        if self.invocations:
+            return self.wall_ms_sum
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return (self.ended_at - self.started_at) * 1000
+
+    @property
+    def recorded(self) -> bool:
+        return bool(self.model_calls or self.tool_calls or self.invocations)
+
+
+_END = ExpressionWrapper(F("started_at") + F("duration_ms") / 1000.0, output_field=FloatField())
+
+
+def invocation_totals(session: Session) -> list[Totals]:
+    """Token and latency totals of each recorded invocation, oldest first. Three grouped queries."""
+    by_id: dict[str, Totals] = {}
+
+    def totals(invocation_id: str) -> Totals:
+        return by_id.setdefault(invocation_id, Totals(invocation_id=invocation_id))
+
+    for row in _grouped(ModelCall, session, calls=Count("pk"), errors=Count("pk", filter=~Q(error="") | ~Q(error_code="")),
+                        prompt=Sum("prompt_tokens"), output=Sum("output_tokens"), cached=Sum("cached_tokens"),
+                        total=Sum("total_tokens"), ms=Sum("duration_ms")):
+        t = totals(row["invocation_id"])
+        t.model_calls, t.model_errors, t.model_ms = row["calls"], row["errors"], row["ms"] or 0.0
+        t.prompt_tokens, t.output_tokens = row["prompt"] or 0, row["output"] or 0
+        t.cached_tokens, t.total_tokens = row["cached"] or 0, row["total"] or 0
+        _widen(t, row)
+    failed_tool = ~Q(error="") | Q(result__has_key="error") | Q(result__status="error")
+    for row in _grouped(ToolCall, session, calls=Count("pk"), errors=Count("pk", filter=failed_tool)):
+        t = totals(row["invocation_id"])
+        t.tool_calls, t.tool_errors = row["calls"], row["errors"]
+        _widen(t, row)
+    for row in _grouped(AgentRun, session):
+        _widen(totals(row["invocation_id"]), row)
+    return sorted(by_id.values(), key=lambda t: (t.started_at or 0.0, t.invocation_id))
+
+
+def session_totals(session: Session) -> Totals:
+    invocations = invocation_totals(session)
+    total = Totals(invocations=invocations)
+    for t in invocations:
+        for name in ("model_calls", "model_errors", "prompt_tokens", "output_tokens", "cached_tokens",
+                     "total_tokens", "model_ms", "tool_calls", "tool_errors"):
+            setattr(total, name, getattr(total, name) + getattr(t, name))
+        total.wall_ms_sum += t.wall_ms or 0.0
+    return total
+
+
+def _grouped(model: type, session: Session, **aggregates) -> list[dict]:
+    return list(
+        model.objects.filter(session=session).values("invocation_id")
+        .annotate(first=Min("started_at"), last=Max(_END), **aggregates).order_by()
+    )
+
+
+def _widen(totals: Totals, row: dict) -> None:
+    if row["first"] is not None:
+        totals.started_at = row["first"] if totals.started_at is None else min(totals.started_at, row["first"])
+    if row["last"] is not None:
+        totals.ended_at = row["last"] if totals.ended_at is None else max(totals.ended_at, row["last"])
