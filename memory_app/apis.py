@@ -13,7 +13,7 @@ from typing import Any, Optional
 from django.http import HttpRequest, JsonResponse
 from google.adk.errors.input_validation_error import InputValidationError
 from google.genai import types
-from pydantic import BaseModel, ConfigDict, ValidationError, alias_generators
+from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, alias_generators
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from google.adk.artifacts.base_artifact_service import ArtifactVersion
@@ -39,6 +39,10 @@ class SaveArtifactRequest(_CamelModel):
     custom_metadata: Optional[dict[str, Any]] = None
 
 
+class ArtifactVersionList(RootModel[list[ArtifactVersion]]):
+    """The metadata of every version of an artifact (for the schema)."""
+
+
 class UpdateMemoryRequest(_CamelModel):
     session_id: str
 
@@ -58,6 +62,9 @@ def _plain(data: Any) -> Any:
 
 def _detail(message: str, status: int) -> JsonResponse:
     return JsonResponse({"detail": message}, status=status)
+
+
+VERSION_PARAMETER = OpenApiParameter("version", OpenApiTypes.STR, description="a version number, or `latest` (default)")
 
 
 class _Api(APIView):
@@ -100,12 +107,12 @@ def _read_body(request: Request) -> bytes:
 class ArtifactListApi(_Api):
     """GET: the artifact names a session can read. POST: save a new version."""
 
-    @extend_schema(operation_id="artifact_list", tags=["artifacts" if "artifact_list".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=list[str])
+    @extend_schema(operation_id="artifact_list", tags=["artifacts"], responses=list[str])
     def get(self, request: Request, app_name: str, user_id: str, session_id: str) -> JsonResponse:
         names = DjangoArtifactService().list_artifact_keys_sync(app_name=app_name, user_id=user_id, session_id=session_id)
         return _json(names)
 
-    @extend_schema(operation_id="artifact_save", tags=["artifacts" if "artifact_save".startswith("artifact") else "memory"], responses=SaveArtifactRequest, request=ArtifactVersion)
+    @extend_schema(operation_id="artifact_save", tags=["artifacts"], request=SaveArtifactRequest, responses=ArtifactVersion)
     def post(self, request: Request, app_name: str, user_id: str, session_id: str) -> JsonResponse:
         self._parsing = True
         body = SaveArtifactRequest.model_validate_json(_read_body(request))
@@ -124,7 +131,7 @@ class ArtifactListApi(_Api):
 class ArtifactDetailApi(_Api):
     """GET: load (latest, or `?version=`). DELETE: delete every version."""
 
-    @extend_schema(operation_id="artifact_load", tags=["artifacts" if "artifact_load".startswith("artifact") else "memory"], responses=None, request=types.Part, parameters=[OpenApiParameter("version", OpenApiTypes.STR, description="a version number, or `latest` (default)")])
+    @extend_schema(operation_id="artifact_load", tags=["artifacts"], parameters=[VERSION_PARAMETER], responses=types.Part)
     def get(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
         try:
             version = _version(request.query_params.get("version"))
@@ -132,7 +139,7 @@ class ArtifactDetailApi(_Api):
             return _detail("Invalid version", 422)
         return _load(app_name, user_id, session_id, artifact_name, version)
 
-    @extend_schema(operation_id="artifact_delete", tags=["artifacts" if "artifact_delete".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=None)
+    @extend_schema(operation_id="artifact_delete", tags=["artifacts"], responses={200: None})
     def delete(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
         DjangoArtifactService().delete_artifact_sync(
             app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
@@ -150,7 +157,7 @@ def _load(app_name: str, user_id: str, session_id: str, filename: str, version: 
 
 
 class ArtifactVersionListApi(_Api):
-    @extend_schema(operation_id="artifact_versions", tags=["artifacts" if "artifact_versions".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=list[int])
+    @extend_schema(operation_id="artifact_versions", tags=["artifacts"], responses=list[int])
     def get(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
         versions = DjangoArtifactService().list_versions_sync(
             app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
@@ -159,7 +166,7 @@ class ArtifactVersionListApi(_Api):
 
 
 class ArtifactVersionMetadataListApi(_Api):
-    @extend_schema(operation_id="artifact_versions_metadata", tags=["artifacts" if "artifact_versions_metadata".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=list[ArtifactVersion])
+    @extend_schema(operation_id="artifact_versions_metadata", tags=["artifacts"], responses=ArtifactVersionList)
     def get(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
         versions = DjangoArtifactService().list_artifact_versions_sync(
             app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
@@ -168,7 +175,7 @@ class ArtifactVersionMetadataListApi(_Api):
 
 
 class ArtifactVersionDetailApi(_Api):
-    @extend_schema(operation_id="artifact_version_load", tags=["artifacts" if "artifact_version_load".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=types.Part)
+    @extend_schema(operation_id="artifact_version_load", tags=["artifacts"], responses=types.Part)
     def get(
         self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str, version_id: str
     ) -> JsonResponse:
@@ -180,7 +187,7 @@ class ArtifactVersionDetailApi(_Api):
 
 
 class ArtifactVersionMetadataApi(_Api):
-    @extend_schema(operation_id="artifact_version_metadata", tags=["artifacts" if "artifact_version_metadata".startswith("artifact") else "memory"], responses=OpenApiTypes.OBJECT, request=ArtifactVersion)
+    @extend_schema(operation_id="artifact_version_metadata", tags=["artifacts"], responses=ArtifactVersion)
     def get(
         self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str, version_id: str
     ) -> JsonResponse:
@@ -199,7 +206,7 @@ class ArtifactVersionMetadataApi(_Api):
 class MemoryUpdateApi(_Api):
     """PATCH: add a stored session to the user's memory (idempotent)."""
 
-    @extend_schema(operation_id="memory_update", tags=["artifacts" if "memory_update".startswith("artifact") else "memory"], responses=UpdateMemoryRequest, request=None)
+    @extend_schema(operation_id="memory_update", tags=["memory"], request=UpdateMemoryRequest, responses={200: None})
     def patch(self, request: Request, app_name: str, user_id: str) -> JsonResponse:
         try:
             body = UpdateMemoryRequest.model_validate_json(request._request.body or b"{}")
