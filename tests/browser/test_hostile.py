@@ -2,6 +2,8 @@
 headless chromium on every page that shows them: no script runs, no layout breaks."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.urls import reverse
 from google.adk.events.event import Event
@@ -104,7 +106,27 @@ def _seed() -> tuple[int, int]:
     for name in ("<img src=x onerror=alert(7)>.txt", "\"><svg onload=alert(8)>.json", "ok.txt"):
         artifacts.save_artifact_sync(app_name=APP, user_id=session.user_id, session_id=session.id, filename=name,
                                      artifact=types.Part.from_text(text=PAYLOADS[0]))
+    _seed_eval_set()
     return SessionRow.objects.get(session_id=hostile_id).pk, len(PAYLOADS)
+
+
+def _seed_eval_set() -> None:
+    from eval_app import services
+    from eval_app.evalset_files import parse_eval_set_file
+
+    def turn(i: int, text: str) -> dict:
+        return {
+            "invocation_id": f"t{i}",
+            "user_content": {"role": "user", "parts": [{"text": text}]},
+            "final_response": {"role": "model", "parts": [{"text": text}]},
+            "intermediate_data": {"tool_uses": [{"name": "lookup", "args": {"q": text}}]},
+        }
+
+    cases = [{"eval_id": f"case-{n}", "conversation": [turn(i, p) for i, p in enumerate(PAYLOADS[n * 10:(n + 1) * 10])]}
+             for n in range(5)]
+    content = json.dumps({"eval_set_id": "hostile-set", "name": PAYLOADS[0], "description": PAYLOADS[1],
+                          "eval_cases": cases}).encode()
+    services.eval_set_import(parsed=parse_eval_set_file(filename="hostile.evalset.json", content=content), app_name=APP)
 
 
 @pytest.fixture
@@ -145,6 +167,13 @@ def test_hostile_payloads_render_inert_on_every_page(page, live_server, hostile)
     assert_inert(page, f"{base}/apps/{APP}/")
     assert_inert(page, base + reverse("memory_app:conversation", args=[pk]))
     assert_inert(page, f"{base}/")
+    from eval_app.models import EvalCase, EvalSet
+
+    eval_set = EvalSet.objects.get(eval_set_id="hostile-set")
+    assert_inert(page, f"{base}/evals/")
+    assert_inert(page, base + reverse("eval_app:eval_set_detail", args=[eval_set.pk]))
+    for case in EvalCase.objects.filter(eval_set=eval_set):
+        assert_inert(page, base + reverse("eval_app:case_edit", args=[case.pk]))
 
 
 def test_hostile_state_json_is_shown_not_parsed(page, live_server, hostile):

@@ -137,3 +137,23 @@ def test_a_compaction_event_shows_as_a_summary_naming_its_range(client, service,
     html = client.get(f"/sessions/{row(adk_session).pk}/").content.decode()
     assert 'class="badge compaction"' in html
     assert "(#2–#3)" in html and "<strong>dogs</strong>" in html
+
+
+def test_an_agent_that_fails_to_load_shows_its_traceback_not_a_crash(client, settings, tmp_path):
+    from adkui import agents
+
+    package = tmp_path / "broken_agent"
+    package.mkdir()
+    (package / "__init__.py").write_text("from . import agent\n")
+    (package / "agent.py").write_text("raise RuntimeError('missing GOOGLE_API_KEY for the broken agent')\n")
+    settings.ADKUI_AGENTS_DIR = str(tmp_path)
+    agents._loader.cache_clear()
+    try:
+        html = client.get("/apps/broken_agent/").content.decode()
+        assert "This agent failed to load" in html and "missing GOOGLE_API_KEY for the broken agent" in html
+        assert "broken_agent" in client.get("/").content.decode()
+        created = client.post("/apps/broken_agent/", {"user_id": "u", "session_id": "s", "state": ""})
+        page = client.get(created["Location"]).content.decode()
+        assert "failed to load, so it cannot run" in page and 'id="chat-form"' not in page
+    finally:
+        agents._loader.cache_clear()
