@@ -6,7 +6,7 @@ import asyncio
 import os
 
 
-def test_database_url() -> str:
+def database_url_for_children() -> str:
     """The URL of the test database (call inside a test), for child processes to use."""
     from django.db import connection
 

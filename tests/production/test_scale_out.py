@@ -17,7 +17,7 @@ import websockets
 from django.conf import settings
 
 from sessions_app.models import Session as SessionRow
-from tests.workers import test_database_url
+from tests.workers import database_url_for_children
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -34,7 +34,7 @@ def _free_port() -> int:
 
 
 def _start_worker(port: int) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": test_database_url(), "REDIS_URL": settings.REDIS_URL, "DEBUG": "1"}
+    env = {**os.environ, "DATABASE_URL": database_url_for_children(), "REDIS_URL": settings.REDIS_URL, "DEBUG": "1"}
     command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "adkui.asgi:application"]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

@@ -6,7 +6,7 @@ import multiprocessing
 import pytest
 
 from sessions_app.models import Event as EventRow
-from tests.workers import scoped_writer, test_database_url
+from tests.workers import scoped_writer, database_url_for_children
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -18,7 +18,7 @@ def run_writers(service, writers: int, appends: int) -> list[str]:
         service.create_session_sync(app_name=APP, user_id=USER, session_id=f"w{n}").id for n in range(writers)
     ]
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=scoped_writer, args=(test_database_url(), APP, USER, n, ids[n], appends)) for n in range(writers)]
+    procs = [ctx.Process(target=scoped_writer, args=(database_url_for_children(), APP, USER, n, ids[n], appends)) for n in range(writers)]
     for p in procs:
         p.start()
     for p in procs:
@@ -52,7 +52,7 @@ def test_two_writers_on_one_session_the_stale_one_is_refused(service):
     first = service.get_session_sync(app_name=APP, user_id=USER, session_id="shared")
     second = service.get_session_sync(app_name=APP, user_id=USER, session_id="shared")
     ctx = multiprocessing.get_context("spawn")
-    proc = ctx.Process(target=scoped_writer, args=(test_database_url(), APP, USER, 0, "shared", 1))
+    proc = ctx.Process(target=scoped_writer, args=(database_url_for_children(), APP, USER, 0, "shared", 1))
     proc.start()
     proc.join(timeout=120)
     assert proc.exitcode == 0
