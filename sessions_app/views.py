@@ -5,7 +5,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -26,7 +26,9 @@ SESSIONS_PER_PAGE = 25
 SORTS = {"-updated": "-update_time", "updated": "update_time", "-events": "-revision", "events": "revision"}
 
 
-class HtmxHttpRequest:  # typing aid: django-htmx adds `.htmx` to every request
+class HtmxHttpRequest(HttpRequest):
+    """A request as django-htmx's middleware leaves it (for type checkers)."""
+
     htmx: HtmxDetails
 
 
