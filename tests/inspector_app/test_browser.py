@@ -62,7 +62,10 @@ def test_the_trace_opens_the_inspector_for_a_model_call(page, live_server, recor
     page.locator('#inspector [data-tab="usage"]').click()
     expect(page.locator('#inspector [data-tab-body="usage"]')).to_contain_text("total tokens")
 
+    first_call = page.locator("#inspector").get_attribute("data-model-call")
     page.locator(".trace-row.kind-model a.open").nth(1).click()
+    # wait for the second call's inspector to replace the first, then open its diff
+    expect(page.locator("#inspector")).not_to_have_attribute("data-model-call", first_call)
     page.locator('#inspector [data-tab="diff"]').click()
     expect(page.locator("#inspector .request-diff .d-add").first).to_be_visible()
     expect(page.locator("#inspector .request-diff")).to_contain_text("+response flaky_weather")
