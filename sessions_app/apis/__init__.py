@@ -1,0 +1,36 @@
+"""REST API: ADK's api-server routes in ADK's camelCase JSON, plus what ADK lacks.
+
+Sessions, events and runs take and return ADK's own pydantic models, dumped as
+ADK's server dumps them (`by_alias`, no nulls, internal metadata and credential
+secrets removed), so ADK clients work unchanged. Errors are JSON
+`{"detail": ...}` (404 unknown app, session or invocation; 409 conflicts) or
+DRF's `{field: [messages]}` for invalid input (400).
+
+An app is known when the agents directory has it or sessions are stored for it
+(an ADK Runner elsewhere can write through `DjangoSessionService`).
+
+Modules: `base` (errors, lookups, wire form, OpenAPI), `sessions` (apps and
+sessions), `events` (events and state), `runs` (run, run_sse, stop, docs).
+"""
+from __future__ import annotations
+
+from .sessions import AppListApi, SessionListApi, SessionCreateApi, SessionCreateWithIdApi, SessionGetApi, SessionUpdateApi, SessionDeleteApi
+from .events import EventListApi, EventCreateApi, StateGetApi
+from .runs import RunApi, RunSseApi, RunStopApi, ApiDocsView
+
+__all__ = [
+    "AppListApi",
+    "SessionListApi",
+    "SessionCreateApi",
+    "SessionCreateWithIdApi",
+    "SessionGetApi",
+    "SessionUpdateApi",
+    "SessionDeleteApi",
+    "EventListApi",
+    "EventCreateApi",
+    "StateGetApi",
+    "RunApi",
+    "RunSseApi",
+    "RunStopApi",
+    "ApiDocsView",
+]

@@ -1,0 +1,249 @@
+"""Shared pieces of the API: errors, lookups, ADK's wire form, input, OpenAPI.
+
+See the package docstring for the API as a whole.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import pydantic
+from django.conf import settings
+from drf_spectacular.contrib.pydantic import PydanticExtension
+from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.settings import spectacular_settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event as AdkEvent
+from google.adk.sessions.session import Session as AdkSession
+from pydantic.alias_generators import to_camel
+from pydantic.json_schema import model_json_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from adkui import agents
+from adkui.adk import DjangoSessionService
+
+from .. import selectors
+from ..models import App, Session
+from ..scopes import UnstorableValueError
+from ..services import SessionKey
+
+
+# Sessions ADK's evaluator creates; ADK's server leaves them out of listings.
+EVAL_SESSION_PREFIXES = ("adk-eval-session-", "___eval___session___")
+EVENTS_PAGE_MAX = 1000
+
+
+# ---- errors, lookups and ADK's wire form ---------------------------------------
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "Conflict."
+
+
+class BadRequest(APIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = "Bad request."
+
+
+def _api_exception(exc: Exception) -> Exception:
+    """ADK's and our domain errors as the HTTP errors ADK's server answers with."""
+    if isinstance(exc, SessionNotFoundError):
+        return NotFound(str(exc))
+    if isinstance(exc, (AlreadyExistsError, StaleSessionError)):
+        return Conflict(str(exc))
+    if isinstance(exc, UnstorableValueError):
+        return BadRequest(str(exc))
+    return exc
+
+
+class AdkApi(APIView):
+    """Base of every API here: JSON in, domain errors mapped to HTTP errors."""
+
+    parser_classes = [JSONParser]
+
+    def handle_exception(self, exc: Exception) -> Response:
+        return super().handle_exception(_api_exception(exc))
+
+
+def _require_app(app_name: str) -> None:
+    if app_name not in agents.agent_names() and not App.objects.filter(name=app_name).exists():
+        raise NotFound(f"App {app_name!r} not found.")
+
+
+def _require_session(key: SessionKey) -> Session:
+    _require_app(key.app_name)
+    row = selectors.session_find(**key.__dict__)
+    if row is None:
+        raise NotFound(f"Session {key.session_id!r} of user {key.user_id!r} in app {key.app_name!r} not found.")
+    return row
+
+
+def _require_agent(app_name: str) -> None:
+    """Runs need the agent itself, not just stored sessions."""
+    try:
+        loaded = agents.load(app_name)
+    except agents.AgentNotFound as exc:
+        raise NotFound(str(exc)) from exc
+    if not loaded.ok:
+        raise APIException(f"Agent {app_name!r} failed to load: {loaded.error.strip().splitlines()[-1]}")
+
+
+class PayloadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "Request body too large."
+
+
+def _check_size(request: Request) -> None:
+    limit = settings.ADKUI_MAX_EVENT_BYTES
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        raise PayloadTooLarge(f"An event may be at most {limit} bytes of JSON; this one is {length}.")
+
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+
+
+def validate_adk(model: type[M], data: Any) -> M:
+    """`data` as an ADK model, or a 400 naming the fields at fault.
+
+    Some of google-genai's own validators fail on odd input with plain
+    ValueError/TypeError/AttributeError rather than a ValidationError; that is
+    bad input all the same, never a server error.
+    """
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ValidationError(_pydantic_errors(exc)) from exc
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise ValidationError({"non_field_errors": [f"Not a valid {model.__name__}: {exc}"]}) from exc
+
+
+def _pydantic_errors(exc: pydantic.ValidationError) -> dict[str, list[str]]:
+    """Pydantic's errors keyed by field path (`content.parts.0.text`), as DRF keys its own."""
+    errors: dict[str, list[str]] = {}
+    for error in exc.errors():
+        path = ".".join(str(part) for part in error["loc"]) or "non_field_errors"
+        errors.setdefault(path, []).append(error["msg"])
+    return errors
+
+
+def _service() -> DjangoSessionService:
+    return DjangoSessionService()
+
+
+def _adk_session(key: SessionKey) -> AdkSession:
+    """The whole session (state and every event), as ADK's service returns it."""
+    _require_app(key.app_name)
+    session = _service().get_session_sync(**key.__dict__)
+    if session is None:
+        _require_session(key)  # raises the 404 with its message
+    return session
+
+
+# ---- input in ADK's shape ------------------------------------------------------
+
+
+class AdkBodySerializer(serializers.Serializer):
+    """A request body in ADK's camelCase; snake_case keys work too, as in ADK's pydantic models."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            data = {to_camel(key) if "_" in key else key: value for key, value in data.items()}
+        return super().to_internal_value(data)
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class AdkModelField(serializers.Field):
+    """A JSON object validated by an ADK (pydantic) model, with its errors by field path."""
+
+    def __init__(self, model: type[pydantic.BaseModel], **kwargs: Any) -> None:
+        self.model = model
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> pydantic.BaseModel:
+        return validate_adk(self.model, data)
+
+    def to_representation(self, value: pydantic.BaseModel) -> Any:
+        return value.model_dump(exclude_none=True, by_alias=True, mode="json")
+
+
+def _validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+# ---- OpenAPI: ADK's models are the schema -----------------------------------------
+
+
+class AdkSessionList(pydantic.RootModel[list[AdkSession]]):
+    """Schema only: a JSON array of ADK sessions."""
+
+
+class AdkEventList(pydantic.RootModel[list[AdkEvent]]):
+    """Schema only: a JSON array of ADK events."""
+
+
+_SCHEMA_MAPS = ("properties", "$defs", "patternProperties")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf")
+_SCHEMA_ONES = ("items", "additionalProperties", "not")
+
+
+def openapi_30(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic (JSON Schema 2020-12) schema in OpenAPI 3.0's dialect: `nullable`
+    for `anyOf [X, null]`, `enum` for `const`, one `example` for `examples`."""
+    s = dict(schema)
+    for key in _SCHEMA_MAPS:
+        if key in s:
+            s[key] = {name: openapi_30(sub) for name, sub in s[key].items()}
+    for key in _SCHEMA_LISTS:
+        if key in s:
+            s[key] = [openapi_30(sub) for sub in s[key]]
+    for key in _SCHEMA_ONES:
+        if isinstance(s.get(key), dict):
+            s[key] = openapi_30(s[key])
+    if "const" in s:
+        s["enum"] = [s.pop("const")]
+    if "examples" in s:
+        examples = s.pop("examples")
+        if examples:
+            s["example"] = examples[0]
+    options = s.get("anyOf")
+    if options and any(o.get("type") == "null" for o in options):
+        rest = [o for o in options if o.get("type") != "null"]
+        s["nullable"] = True
+        if len(rest) == 1:
+            del s["anyOf"]
+            # A $ref takes no sibling keys in 3.0, so wrap it.
+            s = {**({"allOf": rest} if "$ref" in rest[0] else rest[0]), **s}
+        else:
+            s["anyOf"] = rest
+    return s
+
+
+class AdkModelExtension(PydanticExtension):
+    """drf-spectacular's pydantic support, made valid for its default OpenAPI 3.0."""
+
+    priority = 1
+
+    def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        schema = model_json_schema(self.target, ref_template="#/components/schemas/{model}", mode="serialization")
+        if spectacular_settings.OAS_VERSION.startswith("3.0"):
+            schema = openapi_30(schema)
+        for name, sub_schema in schema.pop("$defs", {}).items():
+            component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=sub_schema)
+            auto_schema.registry.register_on_missing(component)
+        return schema

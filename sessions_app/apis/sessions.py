@@ -1,0 +1,185 @@
+"""Apps and sessions: ADK's own routes."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.events._internal_metadata import mark_restored
+from google.adk.events.event import Event as AdkEvent
+from google.adk.events.event_actions import EventActions
+from google.adk.sessions.session import Session as AdkSession
+from google.adk.utils._function_call_names import CLIENT_FUNCTION_CALL_NAMES
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from adkui import agents
+
+from .. import services
+from ..runs import adk_json
+from ..services import SessionKey
+from .base import (
+    AdkApi,
+    AdkBodySerializer,
+    AdkModelField,
+    AdkSessionList,
+    Conflict,
+    EVAL_SESSION_PREFIXES,
+    _adk_session,
+    _require_app,
+    _require_session,
+    _service,
+    _validated,
+)
+
+
+# ---- apps ----------------------------------------------------------------------
+
+
+class AppListApi(AdkApi):
+    class InputSerializer(serializers.Serializer):
+        detailed = serializers.BooleanField(default=False)
+
+    @extend_schema_serializer(component_name="AppInfo")
+    class OutputSerializer(serializers.Serializer):
+        name = serializers.CharField()
+        rootAgentName = serializers.CharField()
+        description = serializers.CharField()
+        language = serializers.CharField()
+        isComputerUse = serializers.BooleanField()
+
+    @extend_schema(
+        operation_id="app_list", tags=["apps"], parameters=[InputSerializer],
+        responses={200: OpenApiResponse(OpenApiTypes.ANY, description="App names, or `{apps: [...]}` when detailed.")},
+    )
+    def get(self, request: Request) -> Response:
+        """Names of the agents in the agents directory, as `adk api_server` lists them."""
+        if not _validated(self.InputSerializer, request.query_params)["detailed"]:
+            return Response(agents.agent_names())
+        apps = [
+            {"name": a["name"], "rootAgentName": a["root_agent_name"], "description": a["description"],
+             "language": a["language"], "isComputerUse": a["is_computer_use"]}
+            for a in agents.loader().list_agents_detailed()
+        ]
+        return Response({"apps": self.OutputSerializer(apps, many=True).data})
+
+
+# ---- sessions ------------------------------------------------------------------
+
+
+def _check_initial_events(events: list[AdkEvent]) -> None:
+    """Refuse events claiming to be ADK's own, as ADK's server does on session create."""
+    for index, event in enumerate(events):
+        names = [c.name for c in event.get_function_calls()] + [r.name for r in event.get_function_responses()]
+        if event.long_running_tool_ids:
+            claim = "long-running tool IDs"
+        elif event.actions != EventActions():
+            claim = "event actions"
+        elif any(name in CLIENT_FUNCTION_CALL_NAMES for name in names):
+            claim = "ADK protocol function calls"
+        else:
+            continue
+        raise ValidationError({"events": [f"Session initialization event {index} cannot include {claim}."]})
+
+
+def _create_session(
+    key: SessionKey, state: dict[str, Any] | None, events: list[AdkEvent]
+) -> AdkSession:
+    _require_app(key.app_name)
+    service = _service()
+    with transaction.atomic():  # a session whose initial events fail is not left behind
+        try:
+            session = service.create_session_sync(
+                app_name=key.app_name, user_id=key.user_id, session_id=key.session_id or None, state=state
+            )
+        except AlreadyExistsError as exc:
+            raise Conflict(f"Session already exists: {key.session_id}") from exc
+        for event in events:
+            service.append_event_sync(session, mark_restored(event))
+    return session
+
+
+class SessionListApi(AdkApi):
+    @extend_schema(operation_id="session_list", tags=["sessions"], responses={200: AdkSessionList})
+    def get(self, request: Request, app_name: str, user_id: str) -> Response:
+        """The user's sessions of this app, without their events (ADK leaves out eval sessions)."""
+        _require_app(app_name)
+        sessions = _service().list_sessions_sync(app_name=app_name, user_id=user_id).sessions
+        return Response([adk_json(s) for s in sessions if not s.id.startswith(EVAL_SESSION_PREFIXES)])
+
+
+class SessionCreateApi(AdkApi):
+    @extend_schema_serializer(component_name="CreateSessionRequest")
+    class InputSerializer(AdkBodySerializer):
+        sessionId = serializers.CharField(source="session_id", required=False, allow_null=True, allow_blank=True)
+        state = serializers.DictField(required=False, allow_null=True)
+        events = serializers.ListField(child=AdkModelField(AdkEvent), required=False, allow_null=True)
+        options = serializers.DictField(required=False, allow_null=True)
+
+        def validate_options(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
+            if value:
+                raise ValidationError("Session options are not supported by the configured session service.")
+            return value
+
+    @extend_schema(operation_id="session_create", tags=["sessions"], request=InputSerializer, responses={200: AdkSession})
+    def post(self, request: Request, app_name: str, user_id: str) -> Response:
+        """Create a session, with a chosen id, initial state and restored events if given."""
+        data = _validated(self.InputSerializer, request.data if request.data is not None else {})
+        events = data.get("events") or []
+        _check_initial_events(events)
+        key = SessionKey(app_name, user_id, data.get("session_id") or "")
+        return Response(adk_json(_create_session(key, data.get("state"), events)))
+
+
+class SessionCreateWithIdApi(AdkApi):
+    @extend_schema(
+        operation_id="session_create_with_id", tags=["sessions"], deprecated=True,
+        request={"application/json": OpenApiTypes.OBJECT}, responses={200: AdkSession},
+    )
+    def post(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
+        """Create a session with this id; the body is its initial state. Deprecated by ADK."""
+        state = request.data if request.data is not None else {}
+        if not isinstance(state, dict):
+            raise ValidationError({"state": ["Expected a JSON object of state keys."]})
+        return Response(adk_json(_create_session(SessionKey(app_name, user_id, session_id), state, [])))
+
+
+class SessionGetApi(AdkApi):
+    @extend_schema(operation_id="session_get", tags=["sessions"], responses={200: AdkSession})
+    def get(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
+        """The session with its state and every event."""
+        return Response(adk_json(_adk_session(SessionKey(app_name, user_id, session_id))))
+
+
+class SessionUpdateApi(AdkApi):
+    @extend_schema_serializer(component_name="UpdateSessionRequest")
+    class InputSerializer(AdkBodySerializer):
+        stateDelta = serializers.DictField(source="state_delta")
+
+    @extend_schema(operation_id="session_update", tags=["sessions"], request=InputSerializer, responses={200: AdkSession})
+    def patch(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
+        """Change state without running the agent: ADK appends the delta as a `user` event."""
+        delta = _validated(self.InputSerializer, request.data)["state_delta"]
+        session = _adk_session(SessionKey(app_name, user_id, session_id))
+        # The event ADK's own PATCH builds: a "p-" invocation id marks it as a patch.
+        event = AdkEvent(invocation_id=f"p-{uuid.uuid4()}", author="user", actions=EventActions(state_delta=delta))
+        _service().append_event_sync(session, event)
+        return Response(adk_json(session))
+
+
+class SessionDeleteApi(AdkApi):
+    @extend_schema(
+        operation_id="session_delete", tags=["sessions"],
+        responses={200: OpenApiResponse(description="Deleted; the body is `null`, as from ADK's server.")},
+    )
+    def delete(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
+        """Delete the session and its events; `app:` and `user:` state stay."""
+        key = SessionKey(app_name, user_id, session_id)
+        _require_session(key)
+        services.session_delete(key=key)
+        return Response(None)
