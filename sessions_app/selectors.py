@@ -192,11 +192,10 @@ def rewind_preview(session: Session, event: Event) -> dict[str, Any]:
     first_seq = (
         Event.objects.filter(session=session, invocation_id=event.invocation_id).aggregate(m=Min("seq"))["m"] or event.seq
     )
-    rows = list(Event.objects.filter(session=session).order_by("seq").values_list("seq", "data"))
     adk = AdkSession(id=session.session_id, app_name=session.app.name, user_id=session.user_id,
-                     state=session_merged_state(session), events=adk_events_from_dicts([d for _, d in rows]))
-    index = next(i for i, (seq, _) in enumerate(rows) if seq == first_seq)
-    delta = async_to_sync(compute_state_delta_for_rewind)(adk, index)
+                     state=session_merged_state(session), events=adk_events(session_event_json(session=session)))
+    # Sequence numbers run 1, 2, 3… with no gap, so event #n sits at index n - 1.
+    delta = async_to_sync(compute_state_delta_for_rewind)(adk, first_seq - 1)
     undone = Event.objects.filter(session=session, seq__gte=first_seq).order_by("seq")
     return {
         "invocation_id": event.invocation_id,
@@ -208,6 +207,3 @@ def rewind_preview(session: Session, event: Event) -> dict[str, Any]:
         ],
     }
 
-
-def adk_events_from_dicts(rows: list[dict[str, Any]]) -> list[AdkEvent]:
-    return [AdkEvent.model_validate(row) for row in rows]

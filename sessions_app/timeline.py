@@ -3,7 +3,6 @@ the websocket catch-up and the live push (all render partials/event_row.html).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +14,6 @@ from .models import Event, Session, StateChange
 
 PAGE_SIZE = 50
 KINDS = ("text", "tool", "state", "error")
-FOLD_AT = 400  # characters; longer values start folded
 
 
 @dataclass(frozen=True)
@@ -284,8 +282,3 @@ def partial_view(session: Session, event: AdkEvent) -> EventView:
                 timestamp=event.timestamp, data={})
     return EventView(row=row, event=event, parts=_parts(event), changes=[], new_invocation=False, partial=True)
 
-
-def pretty(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
