@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 MIN_STRING = 120  # below this, cutting strings stops helping and lists are cut instead
 STRING_MARK = " …[{n} more characters truncated]"
@@ -51,22 +51,20 @@ def split_mark(text: str) -> tuple[str, int | None]:
 
 def _fit_strings(value: Any, max_bytes: int) -> Any | None:
     """The value with every string cut to the longest common length that fits."""
-    lo, hi, best = MIN_STRING, _longest_string(value), None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        candidate = _clip_strings(value, mid)
-        if json_size(candidate) <= max_bytes:
-            best, lo = candidate, mid + 1
-        else:
-            hi = mid - 1
-    return best
+    return _largest_fit(lambda n: _clip_strings(value, n), MIN_STRING, _longest_string(value), max_bytes)
 
 
 def _fit_lists(value: Any, max_bytes: int) -> Any | None:
-    lo, hi, best = 2, _longest_list(value), None
+    """The value with every list cut to the longest common length that fits."""
+    return _largest_fit(lambda n: _clip_lists(value, n), 2, _longest_list(value), max_bytes)
+
+
+def _largest_fit(clip: Callable[[int], Any], lo: int, hi: int, max_bytes: int) -> Any | None:
+    """Binary search for the largest n in [lo, hi] whose `clip(n)` fits in max_bytes."""
+    best = None
     while lo <= hi:
         mid = (lo + hi) // 2
-        candidate = _clip_lists(value, mid)
+        candidate = clip(mid)
         if json_size(candidate) <= max_bytes:
             best, lo = candidate, mid + 1
         else:
