@@ -59,10 +59,13 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "sessions_app",
-    "memory_app",
+    # The house, top to bottom: each app imports only those below it.
+    "runtime_app",
     "eval_app",
     "inspector_app",
+    "memory_app",
+    "sessions_app",
+    "access",
 ]
 
 MIDDLEWARE = [
@@ -72,7 +75,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "adkui.auth.LoginRequiredUnlessLocalDev",
+    "access.auth.LoginRequiredUnlessLocalDev",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -113,9 +116,6 @@ def _database(url: str | None) -> dict:
             "transaction_mode": "IMMEDIATE",
             "timeout": envint("SQLITE_BUSY_TIMEOUT", 30),
         }
-        # A file, not :memory:, so that the test server, worker threads and
-        # child processes of the tests all see one database.
-        config["TEST"] = {"NAME": os.environ.get("SQLITE_TEST_NAME", str(BASE_DIR / "adkui-test.sqlite3"))}
     return config
 
 
@@ -159,7 +159,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["adkui.auth.IsAuthenticatedUnlessLocalDev"],
+    "DEFAULT_PERMISSION_CLASSES": ["access.auth.IsAuthenticatedUnlessLocalDev"],
 }
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -211,7 +211,13 @@ ADKUI_RECORDER_MAX_BYTES = envint("ADKUI_RECORDER_MAX_BYTES", 64_000)
 ADKUI_EVAL_CONCURRENCY = envint("ADKUI_EVAL_CONCURRENCY", 1)
 
 # The folder of ADK agent packages, like `adk web AGENTS_DIR`.
-ADKUI_AGENTS_DIR = os.environ.get("ADKUI_AGENTS_DIR", str(BASE_DIR / "adkui" / "demo_agents"))
+ADKUI_AGENTS_DIR = os.environ.get("ADKUI_AGENTS_DIR", str(BASE_DIR / "runtime_app" / "demo_agents"))
+
+# runtime_app loads agents and builds Runners; it sits above the feature apps,
+# so none of them imports it. The two things they need from it (the agents
+# there are; a Runner for one) are named here, as Django names its mail backend.
+ADKUI_AGENT_NAMES = "runtime_app.agents.agent_names"
+ADKUI_RUNNER_FACTORY = "runtime_app.runners.make_runner"
 
 # LOG_FORMAT=json: one JSON object per line, for log collectors.
 LOGGING = {

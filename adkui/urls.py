@@ -11,11 +11,13 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/", include("runtime_app.api_urls")),
     path("api/", include("sessions_app.api_urls")),
     path("api/", include("memory_app.api_urls")),
     path("api/", include("eval_app.api_urls")),
     path("evals/", include("eval_app.urls")),
     path("memory/", include("memory_app.urls")),
     path("inspect/", include("inspector_app.urls")),
+    path("", include("runtime_app.urls")),
     path("", include("sessions_app.urls")),
 ]

@@ -85,7 +85,7 @@ def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def add_model_latency(seconds: float) -> None:
-    from adkui.scripted_model import ScriptedModel
+    from runtime_app.scripted_model import ScriptedModel
 
     generate = ScriptedModel.generate_content_async
 

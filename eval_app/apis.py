@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from adkui.agents import agent_names
+from sessions_app.runtime import agent_names
 
 from . import selectors, services
 from .evalset_files import EvalSetFileError, specs_from_criteria, specs_from_stored

@@ -7,7 +7,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
-from adkui.auth import websocket_allowed
+from access.auth import websocket_allowed
 
 from .broadcast import run_group
 from .models import EvalCaseResult, EvalRun

@@ -1,6 +1,6 @@
 """Running an eval run: each case in its own session, through ADK's Runner on our services.
 
-Inference is ADK's: the agent runs in a real `Runner` (`adkui.agents.make_runner`,
+Inference is ADK's: the agent runs in a real `Runner` (`runtime_app.runners.make_runner`, reached through `sessions_app.runtime`,
 so every case is a session in the session browser) and its events become
 invocations with ADK's own `convert_events_to_eval_invocations`. Scoring is
 ours (`metrics`). Each case's result is stored the moment it finishes.
@@ -25,7 +25,7 @@ from google.adk.runners import Runner
 from google.genai import types
 from pydantic import ValidationError
 
-from adkui.agents import make_runner
+from sessions_app.runtime import make_runner
 
 from . import metrics, services
 from .metrics import MetricSpec

@@ -12,7 +12,7 @@ from google.adk.evaluation.eval_case import IntermediateData, Invocation
 from google.genai import types
 from pydantic import ValidationError
 
-from adkui.agents import agent_names
+from sessions_app.runtime import agent_names
 
 from . import metrics
 from .evalset_files import (

@@ -38,7 +38,7 @@ def session_url(session_pk: int | None) -> str:
     if not session_pk:
         return ""
     try:
-        return reverse("sessions_app:session_detail", args=[session_pk])
+        return reverse("runtime:session_detail", args=[session_pk])
     except NoReverseMatch:
         return ""
 

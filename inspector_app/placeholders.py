@@ -15,15 +15,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-try:  # ADK's own pattern and name rule, so our reading follows ADK's version
-    from google.adk.flows.llm_flows.prompt._instructions_utils import _TEMPLATE_VAR_PATTERN as PATTERN
-    from google.adk.flows.llm_flows.prompt._instructions_utils import _is_valid_state_name as is_state_name
-except ImportError:  # pragma: no cover - a later ADK moved them
-    PATTERN = re.compile(r"(?<![\$\{\\]){+[^{}]*}+")
-
-    def is_state_name(name: str) -> bool:
-        prefix, _, rest = name.rpartition(":")
-        return (rest or name).isidentifier() and prefix in ("", "app", "user", "temp")
+# ADK's own pattern and name rule, so our reading follows ADK's version.
+from adk_compat import TEMPLATE_VAR_PATTERN as PATTERN
+from adk_compat import is_valid_state_name as is_state_name
 
 ARTIFACT_PREFIX = "artifact."
 

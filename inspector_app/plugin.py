@@ -33,7 +33,7 @@ from google.adk.agents.base_agent import BaseAgent
 from google.adk.apps.app import App as AdkApp
 from google.adk.plugins.base_plugin import BasePlugin
 
-from sessions_app.services import SessionKey
+from sessions_app.keys import SessionKey
 
 from . import payloads, placeholders, selectors, services
 

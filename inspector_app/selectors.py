@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, ExpressionWrapper, F, FloatField, Max, Min, Q, Sum
 
 from sessions_app.models import Event, Session
-from sessions_app.services import SessionKey
+from sessions_app.keys import SessionKey
 
 from .models import AgentRun, ModelCall, ToolCall
 

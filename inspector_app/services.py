@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from sessions_app.services import SessionKey
+from sessions_app.keys import SessionKey
 
 from .capping import cap
 from .models import AgentRun, ModelCall, ToolCall

@@ -20,7 +20,10 @@ from google.adk.artifacts.base_artifact_service import ArtifactVersion
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from adkui.adk import DjangoArtifactService, DjangoMemoryService, DjangoSessionService
+from sessions_app.session_service import DjangoSessionService
+
+from .artifact_service import DjangoArtifactService
+from .memory_service import DjangoMemoryService
 
 from . import conf
 from .services import ArtifactTooLargeError

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from google.adk.events.event import Event
-from google.adk.flows.llm_flows.contents import _get_contents
 from google.genai import types
+
+from adk_compat import model_contents
 
 USER, ASSISTANT, TOOL, SUMMARY = "user", "assistant", "tool", "summary"
 _ERROR_STATUSES = {"error", "failed", "failure"}
@@ -106,7 +107,7 @@ def history(rows: list[tuple[int, Event]], *, prefix: str = "h") -> Conversation
 def model_view(events: list[Event], *, agent_name: str, branch: Optional[str] = None, prefix: str = "m") -> Conversation:
     """The contents ADK would send `agent_name`'s model now, as messages."""
     try:
-        contents = _get_contents(branch, events, agent_name, preserve_function_call_ids=True)
+        contents = model_contents(branch, events, agent_name, preserve_function_call_ids=True)
     except Exception as exc:  # ADK refuses some histories (e.g. orphaned tool results)
         return Conversation([], problem=f"{type(exc).__name__}: {exc}")
     summaries = {_joined_text(e.actions.compaction.compacted_content) for e in events if _compaction(e)}

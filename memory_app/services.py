@@ -1,6 +1,6 @@
 """Writes: artifact versions and long-term memory.
 
-Every rule the ADK adapters (`adkui.adk.artifacts`, `adkui.adk.memory`), the
+Every rule the ADK adapters (`artifact_service`, `memory_service`), the
 REST API and the panels share lives here or in `selectors`. Bad input is
 refused with ADK's `InputValidationError` before anything is written.
 """

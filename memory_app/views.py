@@ -37,7 +37,7 @@ def _session(pk: int) -> Session:
 def session_link(pk: int) -> str:
     """The session page if the sessions app has one, else the conversation page."""
     try:
-        return reverse("sessions_app:session_detail", args=[pk])
+        return reverse("runtime:session_detail", args=[pk])
     except NoReverseMatch:
         return reverse("memory_app:conversation", args=[pk])
 

@@ -8,7 +8,6 @@ from typing import Any
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.urls import URLPattern, URLResolver, path
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.views import SpectacularAPIView
 from rest_framework.views import APIView
 
 from . import apis
@@ -54,19 +53,13 @@ SESSIONS = "apps/<str:app_name>/users/<str:user_id>/sessions"
 SESSION = SESSIONS + "/<str:session_id>"
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("list-apps", apis.AppListApi.as_view(), name="app-list"),
     path(SESSIONS, by_method(apis.SessionListApi, apis.SessionCreateApi), name="sessions"),
     path(
         SESSION,
         by_method(apis.SessionGetApi, apis.SessionCreateWithIdApi, apis.SessionUpdateApi, apis.SessionDeleteApi),
         name="session",
     ),
-    path("run", apis.RunApi.as_view(), name="run"),
-    path("run_sse", apis.RunSseApi.as_view(), name="run-sse"),
     # Not in ADK's server:
     path(SESSION + "/events", by_method(apis.EventListApi, apis.EventCreateApi), name="session-events"),
     path(SESSION + "/state", apis.StateGetApi.as_view(), name="session-state"),
-    path(SESSION + "/stop", apis.RunStopApi.as_view(), name="session-stop"),
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", apis.ApiDocsView.as_view(url_name="sessions_api:schema"), name="docs"),
 ]

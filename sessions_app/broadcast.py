@@ -7,16 +7,15 @@ partial as the page, and every viewer gets that HTML.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.template.loader import render_to_string
+from google.adk.events import Event as AdkEvent
 
-if TYPE_CHECKING:
-    from google.adk.events.event import Event as AdkEvent
-
-    from .models import Event, Session
+from . import timeline
+from .models import Event, Session
 
 
 def session_group(session_pk: int) -> str:
@@ -60,41 +59,27 @@ def render_rows(session: Session, views: list[Any]) -> str:
 
 
 def event_appended(*, event: Event) -> None:
-    from .timeline import views_for
-
     group = session_group(event.session_id)
     if not listened(group):
         return
     session = event.session
-    view = views_for(session, [event])[0]
+    view = timeline.views_for(session, [event])[0]
     html = render_rows(session, [view])
     send(group, {"type": "event.appended", "html": html, "stream_key": stream_key(event.event_id), **view.meta()})
 
 
 def partial_event(*, session: Session, event: AdkEvent) -> None:
     """A streaming chunk: never stored, shown in place until its final event lands."""
-    from .timeline import partial_view
-
     group = session_group(session.pk)
     if not listened(group):
         return
-    context = {"view": partial_view(session, event), "key": stream_key(event.id)}
+    context = {"view": timeline.partial_view(session, event), "key": stream_key(event.id)}
     send(group, {
         "type": "event.partial",
         "stream_key": context["key"],
         "first_html": render_to_string("sessions_app/partials/partial_row.html", context),
         "next_html": render_to_string("sessions_app/partials/partial_chunk.html", context),
     })
-
-
-def run_finished(*, session: Session, error: str | None) -> None:
-    """The chat's run ended: viewers refresh the chat status (and resume offer)."""
-    from sessions_app.run_views import chat_context
-
-    group = session_group(session.pk)
-    if listened(group):
-        context = chat_context(session) | {"oob": True, "run_error": error}
-        send(group, {"type": "run.finished", "html": render_to_string("sessions_app/partials/chat_status.html", context)})
 
 
 def session_created(*, session: Session) -> None:

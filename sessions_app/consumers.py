@@ -14,7 +14,7 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from adkui.auth import websocket_allowed
+from access.auth import websocket_allowed
 
 from . import broadcast, timeline
 from .models import App, Session

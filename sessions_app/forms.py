@@ -8,7 +8,7 @@ from django import forms
 from .scopes import StateValueError, json_safe_state
 
 
-def _state_json(raw: str | None, what: str) -> dict[str, Any]:
+def parse_state_json(raw: str | None, what: str) -> dict[str, Any]:
     """A JSON object of storable state values typed into a form ({} when empty)."""
     raw = (raw or "").strip()
     if not raw:
@@ -42,24 +42,4 @@ class SessionCreateForm(forms.Form):
         return value
 
     def clean_state(self) -> dict[str, Any]:
-        return _state_json(self.cleaned_data.get("state"), "The initial state")
-
-
-class ChatForm(forms.Form):
-    message = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Message the agent…"}))
-    state_delta = forms.CharField(
-        required=False, label="State delta (JSON, optional)",
-        widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"user:tier": "gold"}'}),
-    )
-    streaming = forms.BooleanField(required=False, initial=True, label="stream tokens")
-    max_llm_calls = forms.IntegerField(required=False, min_value=1, max_value=1000, label="max LLM calls")
-
-    def clean_state_delta(self) -> dict[str, Any]:
-        return _state_json(self.cleaned_data.get("state_delta"), "The state delta")
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        resuming = bool(self.data.get("invocation_id"))
-        if not resuming and not (data.get("message") or "").strip() and not data.get("state_delta"):
-            raise forms.ValidationError("Write a message (or give a state delta).")
-        return data
+        return parse_state_json(self.cleaned_data.get("state"), "The initial state")

@@ -12,6 +12,8 @@ from typing import Any
 
 from django.db import models
 
+from .keys import SessionKey
+
 SCOPE_APP = "app"
 SCOPE_USER = "user"
 SCOPE_SESSION = "session"
@@ -89,6 +91,11 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return self.session_id
+
+    @property
+    def key(self) -> SessionKey:
+        """How ADK names this session (reads `app`: select it with the session)."""
+        return SessionKey(self.app.name, self.user_id, self.session_id)
 
     @property
     def event_count(self) -> int:

@@ -5,9 +5,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.db.models import Case, Count, Min, QuerySet, TextField, When
 from django.db.models.functions import Cast
-from google.adk.events.event import Event as AdkEvent
+from google.adk.events import Event as AdkEvent
+from google.adk.sessions import Session as AdkSession
+
+from adk_compat import compute_state_delta_for_rewind
 
 from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
 from .scopes import merge_state, split_key
@@ -185,10 +189,6 @@ def unfinished_invocation(session: Session) -> str | None:
 
 def rewind_preview(session: Session, event: Event) -> dict[str, Any]:
     """What ADK's rewind to before `event`'s invocation would undo, computed by ADK itself."""
-    from asgiref.sync import async_to_sync
-    from google.adk.sessions._rewind_utils import compute_state_delta_for_rewind
-    from google.adk.sessions.session import Session as AdkSession
-
     first_seq = (
         Event.objects.filter(session=session, invocation_id=event.invocation_id).aggregate(m=Min("seq"))["m"] or event.seq
     )
@@ -207,3 +207,7 @@ def rewind_preview(session: Session, event: Event) -> dict[str, Any]:
         ],
     }
 
+
+
+def invocation_exists(*, session: Session, invocation_id: str) -> bool:
+    return Event.objects.filter(session=session, invocation_id=invocation_id).exists()

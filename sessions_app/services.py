@@ -13,24 +13,15 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
-from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event as AdkEvent
 
-from . import broadcast
-from . import _append_sql
+from . import _append_sql, broadcast, selectors
+from .keys import SessionKey
 from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
 from .scopes import ScopedDelta, json_safe_state, refuse_nul, split_delta
-
-
-@dataclass(frozen=True)
-class SessionKey:
-    """How ADK names a session: app, user and the session's own id."""
-
-    app_name: str
-    user_id: str
-    session_id: str
 
 
 @dataclass(frozen=True)
@@ -89,6 +80,17 @@ def session_create(
     except IntegrityError as exc:  # a concurrent create won the race for this id
         raise AlreadyExistsError(f"Session with id {session_id} already exists.") from exc
     return session
+
+
+def session_fork(*, session: Session, seq: int) -> Session:
+    """A new session of the same user whose session state is this one's as of event `seq`.
+
+    Only session-scoped keys are copied: `app:` and `user:` state is shared,
+    and writing old values back would change it for every other session.
+    """
+    with transaction.atomic():
+        state = selectors.state_as_of(session, seq).session
+        return session_create(app_name=session.app.name, user_id=session.user_id, state=state)
 
 
 def session_delete(*, key: SessionKey) -> None:

@@ -3,14 +3,16 @@ the websocket catch-up and the live push (all render partials/event_row.html).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import Max, Min, Q, QuerySet
 from google.adk.events.event import Event as AdkEvent
 
 from . import selectors
-from .models import Event, Session, StateChange
+from .models import SCOPE_PREFIXES, Event, Session, StateChange
 
 PAGE_SIZE = 50
 KINDS = ("text", "tool", "state", "error")
@@ -282,3 +284,23 @@ def partial_view(session: Session, event: AdkEvent) -> EventView:
                 timestamp=event.timestamp, data={})
     return EventView(row=row, event=event, parts=_parts(event), changes=[], new_invocation=False, partial=True)
 
+
+
+def filter_query(params: Mapping[str, str]) -> str:
+    """The timeline filters of a query string, to carry over into links."""
+    keep = {k: v for k, v in params.items() if k in ("author", "invocation", "kind", "final_only") and v}
+    return urlencode(keep)
+
+
+def state_panel(session: Session, seq: int | None) -> dict[str, Any]:
+    """The state panel: the state now (or as of event `seq`), keys that event changed marked."""
+    state = selectors.current_state(session) if seq is None else selectors.state_as_of(session, seq)
+    changed = set()
+    if seq is not None:
+        changed = {SCOPE_PREFIXES[c.scope] + c.key for c in selectors.changes_of(session, seq)}
+    rows = [
+        {"scope": scope, "key": SCOPE_PREFIXES[scope] + key, "value": value, "changed": SCOPE_PREFIXES[scope] + key in changed}
+        for scope, values in state.by_scope()
+        for key, value in sorted(values.items())
+    ]
+    return {"state_rows": rows, "state_seq": seq}

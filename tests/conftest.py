@@ -27,6 +27,20 @@ def close_worker_connections() -> None:
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A SQLite test database file of this run's own (each xdist worker has its
+    own temp dir), so parallel runs never share one. A file, not :memory:, so
+    the test server, worker threads and child processes all see it."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.getbasetemp() / "adkui-test.sqlite3")
+
+
 @pytest.fixture
 def service() -> Iterator[DjangoSessionService]:
     yield DjangoSessionService()

@@ -23,12 +23,12 @@ from google.adk.tools import ToolContext
 from google.genai import types
 import pytest
 
-from adkui.scripted_model import Call
-from adkui.scripted_model import Reply
-from adkui.scripted_model import Rule
-from adkui.scripted_model import ScriptedModel
-from adkui.scripted_model import estimate_tokens
-from adkui.scripted_model import register_scripted_model
+from runtime_app.scripted_model import Call
+from runtime_app.scripted_model import Reply
+from runtime_app.scripted_model import Rule
+from runtime_app.scripted_model import ScriptedModel
+from runtime_app.scripted_model import estimate_tokens
+from runtime_app.scripted_model import register_scripted_model
 
 APP = "scripted_test_app"
 USER = "u1"

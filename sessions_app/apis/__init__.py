@@ -9,17 +9,16 @@ DRF's `{field: [messages]}` for invalid input (400).
 An app is known when the agents directory has it or sessions are stored for it
 (an ADK Runner elsewhere can write through `DjangoSessionService`).
 
-Modules: `base` (errors, lookups, wire form, OpenAPI), `sessions` (apps and
-sessions), `events` (events and state), `runs` (run, run_sse, stop, docs).
+Modules: `base` (errors, lookups, input, OpenAPI), `sessions` (sessions),
+`events` (events and state). The routes that need the agent itself (list-apps,
+run, run_sse, stop) are runtime_app's.
 """
 from __future__ import annotations
 
-from .sessions import AppListApi, SessionListApi, SessionCreateApi, SessionCreateWithIdApi, SessionGetApi, SessionUpdateApi, SessionDeleteApi
+from .sessions import SessionListApi, SessionCreateApi, SessionCreateWithIdApi, SessionGetApi, SessionUpdateApi, SessionDeleteApi
 from .events import EventListApi, EventCreateApi, StateGetApi
-from .runs import RunApi, RunSseApi, RunStopApi, ApiDocsView
 
 __all__ = [
-    "AppListApi",
     "SessionListApi",
     "SessionCreateApi",
     "SessionCreateWithIdApi",
@@ -29,8 +28,4 @@ __all__ = [
     "EventListApi",
     "EventCreateApi",
     "StateGetApi",
-    "RunApi",
-    "RunSseApi",
-    "RunStopApi",
-    "ApiDocsView",
 ]

@@ -14,7 +14,7 @@ from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.settings import spectacular_settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
-from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event as AdkEvent
@@ -28,13 +28,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from adkui import agents
-from adkui.adk import DjangoSessionService
-
-from .. import selectors
+from .. import runtime, selectors
 from ..models import App, Session
 from ..scopes import UnstorableValueError
-from ..services import SessionKey
+from ..keys import SessionKey
+from ..session_service import DjangoSessionService
 
 
 # Sessions ADK's evaluator creates; ADK's server leaves them out of listings.
@@ -76,7 +74,7 @@ class AdkApi(APIView):
 
 
 def _require_app(app_name: str) -> None:
-    if app_name not in agents.agent_names() and not App.objects.filter(name=app_name).exists():
+    if app_name not in runtime.agent_names() and not App.objects.filter(name=app_name).exists():
         raise NotFound(f"App {app_name!r} not found.")
 
 
@@ -86,16 +84,6 @@ def _require_session(key: SessionKey) -> Session:
     if row is None:
         raise NotFound(f"Session {key.session_id!r} of user {key.user_id!r} in app {key.app_name!r} not found.")
     return row
-
-
-def _require_agent(app_name: str) -> None:
-    """Runs need the agent itself, not just stored sessions."""
-    try:
-        loaded = agents.load(app_name)
-    except agents.AgentNotFound as exc:
-        raise NotFound(str(exc)) from exc
-    if not loaded.ok:
-        raise APIException(f"Agent {app_name!r} failed to load: {loaded.error.strip().splitlines()[-1]}")
 
 
 class PayloadTooLarge(APIException):

@@ -14,8 +14,8 @@ from rest_framework.response import Response
 
 from .. import selectors, services
 from ..models import Event, Session
-from ..runs import adk_json
-from ..services import SessionKey
+from ..wire import adk_json
+from ..keys import SessionKey
 from .base import (
     AdkApi,
     Conflict,

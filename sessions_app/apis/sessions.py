@@ -8,21 +8,19 @@ from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from google.adk.errors.already_exists_error import AlreadyExistsError
-from google.adk.events._internal_metadata import mark_restored
-from google.adk.events.event import Event as AdkEvent
-from google.adk.events.event_actions import EventActions
-from google.adk.sessions.session import Session as AdkSession
-from google.adk.utils._function_call_names import CLIENT_FUNCTION_CALL_NAMES
+from google.adk.events import Event as AdkEvent
+from google.adk.events import EventActions
+from google.adk.sessions import Session as AdkSession
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from adkui import agents
+from adk_compat import CLIENT_FUNCTION_CALL_NAMES, mark_restored
 
 from .. import services
-from ..runs import adk_json
-from ..services import SessionKey
+from ..wire import adk_json
+from ..keys import SessionKey
 from .base import (
     AdkApi,
     AdkBodySerializer,
@@ -36,37 +34,6 @@ from .base import (
     _service,
     _validated,
 )
-
-
-# ---- apps ----------------------------------------------------------------------
-
-
-class AppListApi(AdkApi):
-    class InputSerializer(serializers.Serializer):
-        detailed = serializers.BooleanField(default=False)
-
-    @extend_schema_serializer(component_name="AppInfo")
-    class OutputSerializer(serializers.Serializer):
-        name = serializers.CharField()
-        rootAgentName = serializers.CharField()
-        description = serializers.CharField()
-        language = serializers.CharField()
-        isComputerUse = serializers.BooleanField()
-
-    @extend_schema(
-        operation_id="app_list", tags=["apps"], parameters=[InputSerializer],
-        responses={200: OpenApiResponse(OpenApiTypes.ANY, description="App names, or `{apps: [...]}` when detailed.")},
-    )
-    def get(self, request: Request) -> Response:
-        """Names of the agents in the agents directory, as `adk api_server` lists them."""
-        if not _validated(self.InputSerializer, request.query_params)["detailed"]:
-            return Response(agents.agent_names())
-        apps = [
-            {"name": a["name"], "rootAgentName": a["root_agent_name"], "description": a["description"],
-             "language": a["language"], "isComputerUse": a["is_computer_use"]}
-            for a in agents.loader().list_agents_detailed()
-        ]
-        return Response({"apps": self.OutputSerializer(apps, many=True).data})
 
 
 # ---- sessions ------------------------------------------------------------------

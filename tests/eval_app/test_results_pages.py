@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from django.urls import reverse
 
-from adkui.demo import DEMO_SESSION, DEMO_USER, load_demo
+from runtime_app.demo import DEMO_SESSION, DEMO_USER, load_demo
 from eval_app import engine, services
 from eval_app.evalset_files import default_specs
 from eval_app.models import EvalCase, EvalRun, EvalSet

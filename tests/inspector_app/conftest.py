@@ -1,8 +1,7 @@
 """A small agent whose instruction uses {user:name} and {topic?}, run with the recorder.
 
-The lead wires the recorder into `adkui.agents.make_runner`; until then the
-tests add it themselves through `app_with_recorder`, the same helper the
-wiring uses.
+The tests add the recorder themselves through `app_with_recorder`, the same
+helper `runtime_app.runners.make_runner` uses.
 """
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.runners import Runner
 from google.genai import types
 
-from adkui.scripted_model import Call, Reply, Rule, ScriptedModel
+from runtime_app.scripted_model import Call, Reply, Rule, ScriptedModel
 from inspector_app.plugin import app_with_recorder
 
 APP = "inspected_app"

@@ -7,12 +7,12 @@ from google.adk.apps.app import App as AdkApp
 from google.adk.runners import Runner
 from google.genai import types
 
-from adkui import agents
+from runtime_app.runners import make_runner
 from inspector_app.models import AgentRun, ModelCall, ToolCall
 from inspector_app.plugin import RecorderPlugin, app_with_recorder
-from sessions_app import runs
+from runtime_app import runs
 from sessions_app.models import Event, Session
-from sessions_app.services import SessionKey
+from sessions_app.keys import SessionKey
 
 from .conftest import APP, make_agent
 
@@ -171,7 +171,7 @@ async def test_binary_parts_are_stored_as_size_and_mime_type_unless_small(make_t
 
 async def test_a_transfer_nests_the_sub_agent_under_the_agent_that_handed_over(service):
     await service.create_session(app_name="trip_planner", user_id="ann", session_id="t1")
-    runner = agents.make_runner("trip_planner")
+    runner = make_runner("trip_planner")
     runner = Runner(app=app_with_recorder(runner.agent, app_name="trip_planner"), app_name="trip_planner",
                     session_service=service)
     request = runs.RunRequest(key=SessionKey("trip_planner", "ann", "t1"),

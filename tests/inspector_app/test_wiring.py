@@ -1,8 +1,7 @@
-"""The wiring proposed for `adkui.agents.make_runner`, tried on the chat's own run path."""
+"""The recorder as `runtime_app.runners.make_runner` wires it, tried on the chat's own run path."""
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -11,25 +10,14 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
 from google.genai import types
 
-from adkui import agents
+from runtime_app import agents
 from inspector_app.models import AgentRun, ModelCall, ToolCall
 from inspector_app.plugin import app_with_recorder
-from sessions_app import runs
+from runtime_app import runs
 from sessions_app.models import Event
-from sessions_app.services import SessionKey
+from sessions_app.keys import SessionKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def wired_make_runner(name: str, **services: Any) -> Runner:
-    """`make_runner` with its two `return Runner(...)` lines replaced by the proposed one."""
-    loaded = agents.load(name)
-    from adkui.adk import DjangoSessionService
-
-    services.setdefault("session_service", DjangoSessionService())
-    for key, factory in agents._optional_services().items():
-        services.setdefault(key, factory())
-    return Runner(app=app_with_recorder(loaded.root, app_name=name), app_name=name, **services)
 
 
 @sync_to_async
@@ -37,8 +25,7 @@ def counts() -> tuple[int, int, int, int]:
     return (Event.objects.count(), ModelCall.objects.count(), ToolCall.objects.count(), AgentRun.objects.count())
 
 
-async def test_a_chat_turn_through_the_wired_runner_is_recorded(service, monkeypatch):
-    monkeypatch.setattr(agents, "make_runner", wired_make_runner)
+async def test_a_chat_turn_through_the_runtime_runner_is_recorded(service):
     await service.create_session(app_name="trip_planner", user_id="ann", session_id="w1", state={"user:name": "Ann"})
     request = runs.RunRequest(key=SessionKey("trip_planner", "ann", "w1"), streaming=True,
                               new_message=types.Content(role="user", parts=[types.Part(text="Plan a trip to Kyoto")]))

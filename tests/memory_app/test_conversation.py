@@ -8,7 +8,7 @@ from google.adk.events.event import Event
 from google.adk.runners import Runner
 from google.genai import types
 
-from adkui.scripted_model import Call, Reply, ScriptedModel
+from runtime_app.scripted_model import Call, Reply, ScriptedModel
 from memory_app import conversation
 from memory_app.conversation import ASSISTANT, SUMMARY, TOOL, USER
 from sessions_app.models import Session

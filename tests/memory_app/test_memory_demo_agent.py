@@ -6,7 +6,7 @@ from asgiref.sync import sync_to_async
 from google.genai import types
 
 from adkui.adk import DjangoArtifactService, DjangoMemoryService
-from adkui.agents import make_runner
+from runtime_app.runners import make_runner
 from memory_app import conversation, selectors
 from memory_app.naming import artifact_key
 from sessions_app.models import Session

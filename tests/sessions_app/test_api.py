@@ -12,11 +12,11 @@ from google.adk.events.event import Event as AdkEvent
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
-from adkui import agents
+from runtime_app import agents
 from adkui.adk import DjangoSessionService
-from sessions_app import runs
+from runtime_app import runs
 from sessions_app.models import Event, Session, StateChange
-from sessions_app.services import SessionKey
+from sessions_app.keys import SessionKey
 
 APP = "trip_planner"
 SESSIONS = f"/api/apps/{APP}/users/ann/sessions"
@@ -68,7 +68,7 @@ def failing_agent(settings, tmp_path: Path):
     (package / "__init__.py").write_text("from . import agent\n")
     (package / "agent.py").write_text(textwrap.dedent('''
         from google.adk.agents import LlmAgent
-        from adkui.scripted_model import ScriptedModel
+        from runtime_app.scripted_model import ScriptedModel
 
         def _fail(llm_request):
             raise RuntimeError("the model is down")

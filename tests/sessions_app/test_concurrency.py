@@ -45,7 +45,7 @@ def test_concurrent_writers_lose_no_update_and_no_event(service, writers, append
 
 def test_two_writers_on_one_session_the_stale_one_is_refused(service):
     """Two processes' copies of one session: whoever appends second with an old copy gets StaleSessionError."""
-    from google.adk.errors._stale_session_error import StaleSessionError
+    from google.adk.errors import StaleSessionError
     from google.adk.events.event import Event
 
     service.create_session_sync(app_name=APP, user_id=USER, session_id="shared")

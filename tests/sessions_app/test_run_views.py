@@ -5,10 +5,10 @@ import pytest
 from asgiref.sync import async_to_sync
 from google.genai import types
 
-from sessions_app import runs
+from runtime_app import runs
 from sessions_app.models import Event as EventRow
 from sessions_app.models import Session as SessionRow
-from sessions_app.services import SessionKey
+from sessions_app.keys import SessionKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 APP = "trip_planner"  # the bundled demo agent

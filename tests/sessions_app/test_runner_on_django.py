@@ -8,7 +8,7 @@ from google.adk.sessions import InMemorySessionService
 from google.adk.tools import ToolContext
 from google.genai import types
 
-from adkui.scripted_model import Call, Reply, ScriptedModel
+from runtime_app.scripted_model import Call, Reply, ScriptedModel
 from sessions_app.models import Event as EventRow
 from sessions_app.models import StateChange
 

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 from google.genai import types
 
-from sessions_app import runs
+from runtime_app import runs
 from sessions_app.models import Event
-from sessions_app.services import SessionKey
+from sessions_app.keys import SessionKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -140,7 +140,7 @@ def test_a_compaction_event_shows_as_a_summary_naming_its_range(client, service,
 
 
 def test_an_agent_that_fails_to_load_shows_its_traceback_not_a_crash(client, settings, tmp_path):
-    from adkui import agents
+    from runtime_app import agents
 
     package = tmp_path / "broken_agent"
     package.mkdir()

@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adkui.agents import agent_names
+from sessions_app.runtime import agent_names
 
 from ... import services
 from ...engine import execute_run

@@ -1,0 +1,65 @@
+"""Agent loading, like `adk web AGENTS_DIR`, through ADK's own `AgentLoader`.
+
+Each sub-package of the agents directory exposing `root_agent` (or an ADK
+`App`) is one app. A package that fails to import is reported with its
+traceback instead of taking the server down.
+"""
+from __future__ import annotations
+
+import functools
+import traceback
+from dataclasses import dataclass
+from django.conf import settings
+from google.adk.agents.base_agent import BaseAgent
+from google.adk.apps.app import App as AdkApp
+from google.adk.cli.utils.agent_loader import AgentLoader
+
+
+@dataclass(frozen=True)
+class LoadedAgent:
+    name: str
+    root: BaseAgent | AdkApp | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.root is not None
+
+    @property
+    def description(self) -> str:
+        agent = self.root.root_agent if isinstance(self.root, AdkApp) else self.root
+        return getattr(agent, "description", "") or ""
+
+
+class AgentNotFound(LookupError):
+    pass
+
+
+def agents_dir() -> str:
+    return str(settings.ADKUI_AGENTS_DIR)
+
+
+@functools.lru_cache(maxsize=8)
+def _loader(directory: str) -> AgentLoader:
+    return AgentLoader(directory)
+
+
+def loader() -> AgentLoader:
+    return _loader(agents_dir())
+
+
+def agent_names() -> list[str]:
+    try:
+        return loader().list_agents()
+    except OSError:
+        return []
+
+
+def load(name: str) -> LoadedAgent:
+    """The agent (or ADK App) named `name`; a load error comes back as text."""
+    if name not in agent_names():
+        raise AgentNotFound(f"No agent named {name!r} in {agents_dir()}.")
+    try:
+        return LoadedAgent(name=name, root=loader().load_agent(name))
+    except Exception:  # an agent's own import error must not take the UI down
+        return LoadedAgent(name=name, error=traceback.format_exc())

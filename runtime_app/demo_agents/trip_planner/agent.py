@@ -1,0 +1,119 @@
+"""Trip planner: a demo agent that runs offline on the scripted model.
+
+It exercises what adkui shows: tools writing `user:`, `app:`, session and
+`temp:` state, `output_key`, `{key}` / `{key?}` instruction templates, function
+calls paired with their responses, a transfer to a sub-agent, and a tool error.
+Set ADKUI_DEMO_MODEL (e.g. `gemini-2.5-flash`, with GOOGLE_API_KEY) to run it on
+a real model instead.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from google.adk.agents import LlmAgent
+from google.adk.tools import ToolContext
+
+from runtime_app.scripted_model import Call, Reply, Rule, ScriptedModel
+
+WEATHER = {"paris": "sunny, 21°C", "lisbon": "windy, 18°C", "oslo": "snow, -3°C", "kyoto": "rain, 12°C"}
+
+
+def plan_trip(city: str, tool_context: ToolContext) -> dict:
+    """Start planning a trip to `city`; remembers it in every state scope."""
+    trips = (tool_context.state.get("user:trips_planned") or 0) + 1
+    tool_context.state["destination"] = city
+    tool_context.state["user:trips_planned"] = trips
+    tool_context.state["user:last_destination"] = city
+    tool_context.state["app:popular_city"] = city
+    tool_context.state["temp:draft_itinerary"] = f"Day 1 in {city}"
+    return {"status": "ok", "destination": city, "trips_planned": trips}
+
+
+def get_weather(city: str) -> dict:
+    """Current weather in `city`; fails for cities the demo does not know."""
+    forecast = WEATHER.get(city.lower())
+    if forecast is None:
+        return {"status": "error", "error_message": f"No weather station for {city!r}."}
+    return {"status": "ok", "city": city, "forecast": forecast}
+
+
+def _city(llm_request) -> str:
+    from runtime_app.scripted_model import user_text
+
+    match = re.search(r"\b(?:to|in|for)\s+([A-Z][a-z]+)", user_text(llm_request))
+    return match.group(1) if match else "Paris"
+
+
+def _plan_call(llm_request) -> Reply:
+    return Reply(function_calls=[Call("plan_trip", {"city": _city(llm_request)})])
+
+
+def _weather_call(llm_request) -> Reply:
+    return Reply(function_calls=[Call("get_weather", {"city": _city(llm_request)})])
+
+
+def _weather_answer(llm_request) -> Reply:
+    result = _last_tool_result(llm_request)
+    if result.get("status") == "error":
+        text = f"Sorry: {result.get('error_message')}"
+    else:
+        text = f"The weather in {result.get('city')} is {result.get('forecast')}."
+    return Reply(text=text, chunks=_chunk(text))
+
+
+def _last_tool_result(llm_request) -> dict:
+    for content in reversed(llm_request.contents):
+        for part in content.parts or []:
+            if part.function_response is not None:
+                return dict(part.function_response.response or {})
+    return {}
+
+
+def _chunk(text: str, size: int = 12) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _model(scripted: ScriptedModel):
+    return os.environ.get("ADKUI_DEMO_MODEL") or scripted
+
+
+weather_expert = LlmAgent(
+    name="weather_expert",
+    description="Answers questions about the weather at a destination.",
+    model=_model(
+        ScriptedModel(
+            rules=[Rule(pattern="weather", replies=[_weather_call, _weather_answer])],
+            default=Reply(text="I only know about the weather.", chunks=["I only know ", "about the weather."]),
+        )
+    ),
+    instruction="You report the weather. The traveller is going to {destination?}.",
+    tools=[get_weather],
+)
+
+root_agent = LlmAgent(
+    name="trip_planner",
+    description="Plans trips and remembers them.",
+    model=_model(
+        ScriptedModel(
+            rules=[
+                Rule(pattern="weather", replies=[Reply(function_calls=[Call("transfer_to_agent", {"agent_name": "weather_expert"})])]),
+                Rule(
+                    pattern=re.compile(r"\b(trip|plan|go)\b", re.I),
+                    replies=[_plan_call, Reply(text="Done! Your trip is planned.", chunks=["Done! ", "Your trip ", "is planned."])],
+                ),
+            ],
+            default=Reply(
+                text="Hello! Ask me to plan a trip to a city, or about the weather there.",
+                chunks=["Hello! ", "Ask me to plan a trip to a city, ", "or about the weather there."],
+            ),
+        )
+    ),
+    instruction=(
+        "You plan trips for {user:name?}. Their last destination was {user:last_destination?}; "
+        "the current one is {destination?}. Use plan_trip, and hand weather questions to weather_expert."
+    ),
+    tools=[plan_trip],
+    sub_agents=[weather_expert],
+    output_key="last_answer",
+)

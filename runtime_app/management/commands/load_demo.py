@@ -1,0 +1,14 @@
+"""`manage.py load_demo`: run the bundled demo agent once so a newcomer sees a real timeline."""
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from runtime_app.demo import load_demo
+
+
+class Command(BaseCommand):
+    help = "Create the demo session by running the bundled demo agent on the offline scripted model."
+
+    def handle(self, *args: object, **options: object) -> None:
+        session = load_demo()
+        self.stdout.write(f"Demo session {session.id!r} of app {session.app_name!r} is ready.")

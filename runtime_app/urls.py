@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from . import views
+
+app_name = "runtime"
+urlpatterns = [
+    path("", views.app_list, name="app_list"),
+    path("apps/<str:app_name>/", views.app_detail, name="app_detail"),
+    path("sessions/<int:pk>/", views.session_detail, name="session_detail"),
+    path("sessions/<int:pk>/chat/", views.chat_send, name="chat_send"),
+    path("sessions/<int:pk>/chat/stop/", views.chat_stop, name="chat_stop"),
+    path("sessions/<int:pk>/rewind/", views.rewind_preview, name="rewind_preview"),
+    path("sessions/<int:pk>/rewind/apply/", views.rewind_apply, name="rewind_apply"),
+    path("sessions/<int:pk>/fork/", views.session_fork, name="session_fork"),
+    path("sessions/<int:pk>/reset/", views.session_reset, name="session_reset"),
+]

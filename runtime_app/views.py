@@ -1,0 +1,232 @@
+"""Pages that show an agent beside its sessions, and the session page's agent controls.
+
+The home page, an app's page (its agent and session browser) and the session
+page compose the feature apps' fragments with the agent's chat. A chat message
+starts the run as a task on the server's event loop and returns at once; every
+event the run stores reaches the page through the session's websocket,
+streamed chunks included, and the run's end updates the chat status the same way.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+from google.adk.errors import InvocationNotFoundError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.genai import types
+
+from inspector_app import views as inspector_views
+from sessions_app import selectors, services, timeline
+from sessions_app.forms import SessionCreateForm
+from sessions_app.models import App, Event, Session
+from sessions_app.views import HtmxHttpRequest
+
+from . import agents, runs
+from . import services as runtime_services
+from .chat import chat_context
+from .forms import ChatForm
+
+SESSIONS_PER_PAGE = 25
+SORTS = {"-updated": "-update_time", "updated": "update_time", "-events": "-revision", "events": "revision"}
+
+@require_GET
+def app_list(request: HtmxHttpRequest) -> HttpResponse:
+    stored = {app.name: app for app in App.objects.all()}
+    names = sorted(set(stored) | set(agents.agent_names()))
+    counts = selectors.session_counts()
+    rows = [{"name": n, "app": stored.get(n), "sessions": counts.get(n, 0), "is_agent": n in agents.agent_names()}
+            for n in names]
+    return render(request, "runtime_app/app_list.html", {"rows": rows})
+
+
+@require_http_methods(["GET", "POST"])
+def app_detail(request: HtmxHttpRequest, app_name: str) -> HttpResponse:
+    app = App.objects.filter(name=app_name).first()
+    is_agent = app_name in agents.agent_names()
+    if app is None and not is_agent:
+        raise Http404(f"No app named {app_name!r}.")
+    form = SessionCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        session = _create_session(app_name, form)
+        if session is not None:
+            url = reverse("runtime:session_detail", args=[session.pk])
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    if request.method == "POST" and request.htmx:
+        return render(request, "runtime_app/app_detail.html#create_form", {"form": form, "app_name": app_name})
+    return render(request, "runtime_app/app_detail.html", _app_context(request, app_name, app, is_agent, form))
+
+
+def _create_session(app_name: str, form: SessionCreateForm) -> Session | None:
+    try:
+        return services.session_create(
+            app_name=app_name,
+            user_id=form.cleaned_data["user_id"],
+            session_id=form.cleaned_data["session_id"] or None,
+            state=form.cleaned_data["state"],
+        )
+    except AlreadyExistsError as exc:
+        form.add_error("session_id", str(exc))
+    except ValueError as exc:
+        form.add_error(None, str(exc))
+    return None
+
+
+def _app_context(request: HtmxHttpRequest, app_name: str, app: App | None, is_agent: bool, form: SessionCreateForm) -> dict:
+    user_id = request.GET.get("user", "").strip()
+    search = request.GET.get("q", "").strip()
+    sort = request.GET.get("sort", "-updated")
+    sessions = Session.objects.filter(app=app) if app else Session.objects.none()
+    if user_id:
+        sessions = sessions.filter(user_id=user_id)
+    if search:
+        sessions = sessions.filter(session_id__icontains=search)
+    sessions = sessions.order_by(SORTS.get(sort, "-update_time"), "-pk")
+    page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    loaded = agents.load(app_name) if is_agent else None
+    return {
+        "app_name": app_name, "app": app, "agent": loaded, "form": form, "page": page,
+        "user_filter": user_id, "search": search, "sort": sort,
+        "users": selectors.user_ids(app) if app else [],
+        "live": app is not None and not (user_id or search) and sort == "-updated" and page.number == 1,
+    }
+
+
+@require_GET
+def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
+    filters = timeline.Filters.from_query(request.GET)
+    at = _int_or_404(request.GET.get("at"))
+    views, has_older = timeline.page(session, filters=filters, before=at + 1 if at is not None else None)
+    context = {
+        "session": session,
+        "views": views,
+        "has_older": has_older,
+        "filters": filters,
+        "kinds": timeline.KINDS,
+        "filter_query": timeline.filter_query(request.GET),
+        "at": at,
+        "last_seq": views[-1].seq if views and at is None else session.revision,
+        # authors on this page, not a scan of the whole session
+        "authors": sorted({"user", *(v.row.author for v in views)} - {""}),
+        "initial": selectors.initial_changes(session) if not has_older else [],
+        **timeline.state_panel(session, at),
+    }
+    if request.htmx and request.htmx.target == "timeline-section":
+        return render(request, "runtime_app/session_detail.html#timeline_section", context)
+    context |= chat_context(session) | inspector_views.header_context(session)
+    return render(request, "runtime_app/session_detail.html", context)
+
+
+async def chat_send(request: HttpRequest, pk: int) -> HttpResponse:
+    if request.method != "POST":
+        return HttpResponse(status=405, headers={"Allow": "POST"})
+    session = await _session(pk)
+    form = ChatForm(request.POST)
+    if not await sync_to_async(form.is_valid)():
+        return await _chat_panel(request, session, form)
+    invocation_id = request.POST.get("invocation_id") or None
+    message = form.cleaned_data["message"]
+    run_request = runs.RunRequest(
+        key=session.key,
+        new_message=types.Content(role="user", parts=[types.Part(text=message)]) if message else None,
+        state_delta=form.cleaned_data["state_delta"] or None,
+        invocation_id=invocation_id,
+        streaming=form.cleaned_data["streaming"],
+        max_llm_calls=form.cleaned_data["max_llm_calls"],
+    )
+    runtime_services.chat_start(session=session, request=run_request)
+    await asyncio.sleep(0)  # let the run register, so the panel shows it running
+    return await _chat_panel(request, session, ChatForm(initial=form.cleaned_data | {"message": ""}), running=True)
+
+
+@require_POST
+def chat_stop(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
+    asked = runs.stop_run(session.key)
+    context = chat_context(session) | {"running": asked > 0, "stopping": asked > 0}
+    return render(request, "runtime_app/partials/chat_panel.html", context)
+
+
+@require_GET
+def rewind_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
+    event = _event(session, request.GET.get("seq"))
+    preview = selectors.rewind_preview(session, event)
+    return render(request, "runtime_app/partials/rewind_preview.html", {"session": session, "event": event, **preview})
+
+
+async def rewind_apply(request: HttpRequest, pk: int) -> HttpResponse:
+    if request.method != "POST":
+        return HttpResponse(status=405, headers={"Allow": "POST"})
+    session = await _session(pk)
+    invocation_id = request.POST.get("invocation_id", "")
+    try:
+        await runs.rewind(session.key, before_invocation_id=invocation_id)
+    except (InvocationNotFoundError, ValueError) as exc:
+        return render(request, "runtime_app/partials/rewind_done.html", {"error": str(exc)}, status=400)
+    return render(request, "runtime_app/partials/rewind_done.html", {"invocation_id": invocation_id})
+
+
+@require_POST
+def session_fork(request: HttpRequest, pk: int) -> HttpResponse:
+    """A new session of the same user whose session state is this one's as of an event.
+
+    Only session-scoped keys are copied: `app:` and `user:` state is shared,
+    and writing old values back would change it for every other session.
+    """
+    session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
+    seq = _int(request.POST.get("seq"))
+    if seq is None or not 0 <= seq <= session.revision:
+        raise Http404("No such event to fork from.")
+    fork = services.session_fork(session=session, seq=seq)
+    url = reverse("runtime:session_detail", args=[fork.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponse(status=303, headers={"Location": url})
+
+
+@require_POST
+def session_reset(request: HttpRequest, pk: int) -> HttpResponse:
+    """"New chat": a fresh session for the same user; this one is offloaded to
+    long-term memory when ADKUI_MEMORY_OFFLOAD includes "reset"."""
+    session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
+    fresh = runtime_services.session_reset(session=session)
+    url = reverse("runtime:session_detail", args=[fresh.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponse(status=303, headers={"Location": url})
+
+
+async def _chat_panel(request: HttpRequest, session: Session, form: ChatForm, **extra: Any) -> HttpResponse:
+    context = await sync_to_async(chat_context)(session, form)
+    return await sync_to_async(render)(request, "runtime_app/partials/chat_panel.html", context | extra)
+
+
+@sync_to_async
+def _session(pk: int) -> Session:
+    return get_object_or_404(Session.objects.select_related("app"), pk=pk)
+
+
+def _event(session: Session, seq: str | None) -> Event:
+    number = _int(seq)
+    event = Event.objects.filter(session=session, seq=number).first() if number is not None else None
+    if event is None:
+        raise Http404(f"Session {session.session_id!r} has no event #{seq}.")
+    return event
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def _int_or_404(value: str | None) -> int | None:
+    number = _int(value)
+    if number is None and value not in (None, ""):
+        raise Http404(f"Not a number: {value!r}")
+    return number

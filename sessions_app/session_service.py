@@ -1,0 +1,134 @@
+"""`DjangoSessionService`: ADK sessions, events and scoped state in Django models.
+
+Every async method has a `*_sync` twin for code without an event loop.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from asgiref.sync import sync_to_async
+from google.adk.events import Event
+from google.adk.sessions import BaseSessionService, Session
+from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
+from typing_extensions import override
+
+from adk_compat import set_storage_marker, storage_marker
+
+from . import selectors, services
+from .keys import SessionKey
+from .models import Session as SessionRow
+from .services import SeenRevision
+
+
+def _adk_session(row: SessionRow, state: dict[str, Any], events: list[Event]) -> Session:
+    session = Session(
+        id=row.session_id,
+        app_name=row.app.name,
+        user_id=row.user_id,
+        state=state,
+        events=events,
+        last_update_time=row.update_time,
+    )
+    set_storage_marker(session, str(row.revision))
+    return session
+
+
+def _seen(session: Session) -> SeenRevision:
+    marker = storage_marker(session)
+    return SeenRevision(
+        revision=int(marker) if marker is not None and marker.isdigit() else None,
+        last_update_time=session.last_update_time,
+        last_event_id=session.events[-1].id if session.events else None,
+    )
+
+
+class DjangoSessionService(BaseSessionService):
+    """ADK sessions, events and scoped state stored in Django models."""
+
+    # ---- sync implementations -------------------------------------------------
+
+    def create_session_sync(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: Optional[dict[str, Any]] = None,
+        session_id: Optional[str] = None,
+    ) -> Session:
+        created = services.session_create(app_name=app_name, user_id=user_id, session_id=session_id, state=state)
+        row = selectors.session_find(app_name=app_name, user_id=user_id, session_id=created.session_id)
+        return _adk_session(row, selectors.session_merged_state(row), [])
+
+    def get_session_sync(
+        self, *, app_name: str, user_id: str, session_id: str, config: Optional[GetSessionConfig] = None
+    ) -> Optional[Session]:
+        row = selectors.session_find(app_name=app_name, user_id=user_id, session_id=session_id)
+        if row is None:
+            return None
+        config = config or GetSessionConfig()
+        data = selectors.session_event_json(
+            session=row, num_recent_events=config.num_recent_events, after_timestamp=config.after_timestamp
+        )
+        return _adk_session(row, selectors.session_merged_state(row), selectors.adk_events(data))
+
+    def list_sessions_sync(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
+        pairs = selectors.session_list(app_name=app_name, user_id=user_id)
+        return ListSessionsResponse(sessions=[_adk_session(row, state, []) for row, state in pairs])
+
+    def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        services.session_delete(key=SessionKey(app_name, user_id, session_id))
+
+    def get_user_state_sync(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return selectors.user_state_get(app_name=app_name, user_id=user_id)
+
+    def append_event_sync(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            services.partial_event_show(key=SessionKey(session.app_name, session.user_id, session.id), event=event)
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        row = services.event_append(
+            key=SessionKey(session.app_name, session.user_id, session.id), event=event, seen=_seen(session)
+        )
+        set_storage_marker(session, str(row.seq))
+        session.last_update_time = event.timestamp
+        return self._commit_event_to_session(session, event)
+
+    # ---- the async API ADK calls ---------------------------------------------
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: Optional[dict[str, Any]] = None,
+        session_id: Optional[str] = None,
+    ) -> Session:
+        return await sync_to_async(self.create_session_sync)(
+            app_name=app_name, user_id=user_id, state=state, session_id=session_id
+        )
+
+    @override
+    async def get_session(
+        self, *, app_name: str, user_id: str, session_id: str, config: Optional[GetSessionConfig] = None
+    ) -> Optional[Session]:
+        return await sync_to_async(self.get_session_sync)(
+            app_name=app_name, user_id=user_id, session_id=session_id, config=config
+        )
+
+    @override
+    async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
+        return await sync_to_async(self.list_sessions_sync)(app_name=app_name, user_id=user_id)
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        await sync_to_async(self.delete_session_sync)(app_name=app_name, user_id=user_id, session_id=session_id)
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await sync_to_async(self.get_user_state_sync)(app_name=app_name, user_id=user_id)
+
+    @override
+    async def append_event(self, session: Session, event: Event) -> Event:
+        return await sync_to_async(self.append_event_sync)(session, event)
