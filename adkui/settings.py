@@ -188,6 +188,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "ADK's api-server routes (sessions, run, run_sse) on Django, plus paginated events, "
                    "state as of an event and event ingest.",
     "VERSION": "0.1.0",
+    # 3.1 speaks JSON Schema 2020-12, the dialect of pydantic's schemas of ADK's
+    # models, so drf-spectacular's own pydantic support emits them as they are.
+    "OAS_VERSION": "3.1.0",
     # Swagger UI from the installed sidecar package, not a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

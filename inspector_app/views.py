@@ -8,7 +8,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from sessions_app.models import Event, Session
+from sessions_app import selectors as session_selectors
+from sessions_app.models import Session
 
 from . import inspection, selectors, trace
 from .models import ModelCall, ToolCall
@@ -30,7 +31,7 @@ def session_totals(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def event_inspector(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
-    event = Event.objects.filter(session=session, seq=seq).first()
+    event = session_selectors.event_at(session, seq)
     if event is None:
         raise Http404(f"Session {session.session_id!r} has no event #{seq}.")
     records = selectors.event_records(session, event)
@@ -62,7 +63,7 @@ def tool_call(request: HttpRequest, pk: int) -> HttpResponse:
 def invocation_trace(request: HttpRequest, pk: int, invocation_id: str) -> HttpResponse:
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
     found = trace.invocation_trace(session, invocation_id)
-    if found.empty and not Event.objects.filter(session=session, invocation_id=invocation_id).exists():
+    if found.empty and not session_selectors.invocation_exists(session=session, invocation_id=invocation_id):
         raise Http404(f"Session {session.session_id!r} has no invocation {invocation_id!r}.")
     totals = next((t for t in selectors.invocation_totals(session) if t.invocation_id == invocation_id), None)
     context = {"session": session, "trace": found, "totals": totals}

@@ -29,7 +29,7 @@ from google.adk.agents.invocation_context import new_invocation_context_id
 from google.adk.agents.run_config import StreamingMode
 from google.adk.events import Event as AdkEvent
 from google.adk.runners import Runner
-from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
+from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
 from sessions_app import services

@@ -38,7 +38,7 @@ SORTS = {"-updated": "-update_time", "updated": "update_time", "-events": "-revi
 
 @require_GET
 def app_list(request: HtmxHttpRequest) -> HttpResponse:
-    stored = {app.name: app for app in App.objects.all()}
+    stored = selectors.apps_by_name()
     names = sorted(set(stored) | set(agents.agent_names()))
     counts = selectors.session_counts()
     rows = [{"name": n, "app": stored.get(n), "sessions": counts.get(n, 0), "is_agent": n in agents.agent_names()}
@@ -48,7 +48,7 @@ def app_list(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def app_detail(request: HtmxHttpRequest, app_name: str) -> HttpResponse:
-    app = App.objects.filter(name=app_name).first()
+    app = selectors.app_by_name(app_name)
     is_agent = app_name in agents.agent_names()
     if app is None and not is_agent:
         raise Http404(f"No app named {app_name!r}.")
@@ -82,12 +82,7 @@ def _app_context(request: HtmxHttpRequest, app_name: str, app: App | None, is_ag
     user_id = request.GET.get("user", "").strip()
     search = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "-updated")
-    sessions = Session.objects.filter(app=app) if app else Session.objects.none()
-    if user_id:
-        sessions = sessions.filter(user_id=user_id)
-    if search:
-        sessions = sessions.filter(session_id__icontains=search)
-    sessions = sessions.order_by(SORTS.get(sort, "-update_time"), "-pk")
+    sessions = selectors.session_browser(app=app, user_id=user_id, search=search, order=SORTS.get(sort, "-update_time"))
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     loaded = agents.load(app_name) if is_agent else None
     return {
@@ -212,7 +207,7 @@ def _session(pk: int) -> Session:
 
 def _event(session: Session, seq: str | None) -> Event:
     number = _int(seq)
-    event = Event.objects.filter(session=session, seq=number).first() if number is not None else None
+    event = selectors.event_at(session, number)
     if event is None:
         raise Http404(f"Session {session.session_id!r} has no event #{seq}.")
     return event

@@ -19,6 +19,17 @@ from .models import SCOPE_APP, App, AppState, Event, Session, StateChange, UserS
 _S, _A, _E = Session._meta.db_table, App._meta.db_table, Event._meta.db_table
 _C, _AS, _US = StateChange._meta.db_table, AppState._meta.db_table, UserState._meta.db_table
 
+# Every column but the id, in the order the statements bind them; a test
+# holds these to the models' fields, so a new field cannot be left out.
+EVENT_COLUMNS = (
+    "session_id", "seq", "event_id", "invocation_id", "author", "timestamp", "branch", "data",
+    "has_function_call", "has_function_response", "is_final_response", "error_code", "rewind_before", "state_mark",
+)
+CHANGE_COLUMNS = (
+    "app_id", "user_id", "session_id", "event_id", "seq", "scope", "key", "old_value", "new_value",
+    "existed_before", "timestamp",
+)
+
 
 class Change(NamedTuple):
     scope: str
@@ -102,26 +113,25 @@ class Statements:
         )
 
     def insert_event(self, e: Event, data_json: str) -> int:
+        values = {column: getattr(e, column) for column in EVENT_COLUMNS} | {"data": data_json}
+        marks = ", ".join(self.json if column == "data" else "%s" for column in EVENT_COLUMNS)
         return self._one(
-            f"INSERT INTO {_E} (session_id, seq, event_id, invocation_id, author, timestamp, branch, data,"
-            " has_function_call, has_function_response, is_final_response, error_code, rewind_before, state_mark)"
-            f" VALUES (%s, %s, %s, %s, %s, %s, %s, {self.json}, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (
-                e.session_id, e.seq, e.event_id, e.invocation_id, e.author, e.timestamp, e.branch, data_json,
-                e.has_function_call, e.has_function_response, e.is_final_response, e.error_code, e.rewind_before,
-                e.state_mark,
-            ),
+            f"INSERT INTO {_E} ({', '.join(EVENT_COLUMNS)}) VALUES ({marks}) RETURNING id",
+            tuple(values[column] for column in EVENT_COLUMNS),
         )[0]
 
-    def insert_changes(self, e: Event, locked: LockedSession, changes: list[Change]) -> None:
+    def insert_changes(
+        self, locked: LockedSession, changes: list[Change], *, event_pk: int | None, seq: int, timestamp: float
+    ) -> None:
+        """Change rows of one event (`seq` 0 and no event: a session's initial state)."""
         if not changes:
             return
+        marks = ", ".join(self.json if column in ("old_value", "new_value") else "%s" for column in CHANGE_COLUMNS)
         self.cursor.executemany(
-            f"INSERT INTO {_C} (app_id, user_id, session_id, event_id, seq, scope, key, old_value, new_value,"
-            f" existed_before, timestamp) VALUES (%s, %s, %s, %s, %s, %s, %s, {self.json}, {self.json}, %s, %s)",
+            f"INSERT INTO {_C} ({', '.join(CHANGE_COLUMNS)}) VALUES ({marks})",
             [
-                (locked.app_pk, locked.user_id, locked.pk, e.pk, e.seq, c.scope, c.key, _dumps(c.old), _dumps(c.new),
-                 c.existed, e.timestamp)
+                (locked.app_pk, locked.user_id, locked.pk, event_pk, seq, c.scope, c.key, _dumps(c.old), _dumps(c.new),
+                 c.existed, timestamp)
                 for c in changes
             ],
         )

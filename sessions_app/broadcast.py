@@ -7,6 +7,7 @@ partial as the page, and every viewer gets that HTML.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -14,7 +15,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.template.loader import render_to_string
 from google.adk.events import Event as AdkEvent
 
-from . import timeline
+from . import selectors, timeline
 from .models import Event, Session
 
 
@@ -56,6 +57,30 @@ def render_rows(session: Session, views: list[Any]) -> str:
         render_to_string("sessions_app/partials/event_row.html", {"view": v, "session": session, "oob": True})
         for v in views
     )
+
+
+CATCH_UP_LIMIT = 500
+TOO_FAR_BEHIND = (
+    '<div id="stream-notice" hx-swap-oob="true" class="card">Many events arrived while this page was '
+    'disconnected. <a href="">Reload</a> to see them all.</div>'
+)
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    revision: int  # the session's revision when read: frames cover (seq, revision]
+    frames: list[str]
+
+
+def catch_up(session: Session, seq: int, filters: timeline.Filters) -> CatchUp:
+    """What a (re)connecting viewer missed after event `seq`: one frame per row,
+    rendered as the live push renders them, led by a notice when too many to send."""
+    revision = selectors.session_revision(session.pk)
+    views = timeline.after(session, seq, upto=revision, filters=filters, limit=CATCH_UP_LIMIT + 1)
+    frames = [render_rows(session, [v]) for v in views[:CATCH_UP_LIMIT]]
+    if len(views) > CATCH_UP_LIMIT:
+        frames.insert(0, TOO_FAR_BEHIND)
+    return CatchUp(revision, frames)
 
 
 def event_appended(*, event: Event) -> None:

@@ -16,34 +16,15 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from access.auth import websocket_allowed
 
-from . import broadcast, timeline
-from .models import App, Session
+from . import broadcast, selectors, timeline
 
 CLOSE_NOT_FOUND = 4404
 CLOSE_LOGIN_REQUIRED = 4401
-CATCH_UP_LIMIT = 500
-TOO_FAR_BEHIND = (
-    '<div id="stream-notice" hx-swap-oob="true" class="card">Many events arrived while this page was '
-    'disconnected. <a href="">Reload</a> to see them all.</div>'
-)
 
 
 def _query(scope: dict[str, Any]) -> dict[str, str]:
     parsed = parse_qs(scope.get("query_string", b"").decode())
     return {k: v[-1] for k, v in parsed.items()}
-
-
-@database_sync_to_async
-def _session(pk: int) -> Session | None:
-    return Session.objects.select_related("app").filter(pk=pk).first()
-
-
-@database_sync_to_async
-def _rows_after(session: Session, seq: int, filters: timeline.Filters) -> tuple[int, list[str], bool]:
-    """(the session's revision, rendered rows in (seq, revision], whether some were left out)."""
-    revision = Session.objects.filter(pk=session.pk).values_list("revision", flat=True).first() or 0
-    views = timeline.after(session, seq, upto=revision, filters=filters, limit=CATCH_UP_LIMIT + 1)
-    return revision, [broadcast.render_rows(session, [v]) for v in views[:CATCH_UP_LIMIT]], len(views) > CATCH_UP_LIMIT
 
 
 class _PushConsumer(AsyncWebsocketConsumer):
@@ -69,7 +50,7 @@ class SessionEventsConsumer(_PushConsumer):
     async def connect(self) -> None:
         if not await self.allowed():
             return
-        self.session = await _session(self.scope["url_route"]["kwargs"]["pk"])
+        self.session = await database_sync_to_async(selectors.session_with_app)(self.scope["url_route"]["kwargs"]["pk"])
         if self.session is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
@@ -87,12 +68,10 @@ class SessionEventsConsumer(_PushConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def _catch_up(self) -> None:
-        revision, rows, left_out = await _rows_after(self.session, self.last_seq, self.filters)
-        if left_out:
-            await self.send(text_data=TOO_FAR_BEHIND)
-        for html in rows:
+        catch_up = await database_sync_to_async(broadcast.catch_up)(self.session, self.last_seq, self.filters)
+        for html in catch_up.frames:
             await self.send(text_data=html)
-        self.last_seq = max(self.last_seq, revision)
+        self.last_seq = max(self.last_seq, catch_up.revision)
 
     async def event_appended(self, message: dict[str, Any]) -> None:
         if message["seq"] <= self.last_seq:
@@ -126,11 +105,6 @@ class SessionEventsConsumer(_PushConsumer):
         await self.close()
 
 
-@database_sync_to_async
-def _app_exists(pk: int) -> bool:
-    return App.objects.filter(pk=pk).exists()
-
-
 class AppSessionsConsumer(_PushConsumer):
     """New sessions of one app, for the session browser."""
 
@@ -138,7 +112,7 @@ class AppSessionsConsumer(_PushConsumer):
         if not await self.allowed():
             return
         pk = self.scope["url_route"]["kwargs"]["pk"]
-        if not await _app_exists(pk):
+        if not await database_sync_to_async(selectors.app_exists)(pk):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.group = broadcast.app_group(pk)

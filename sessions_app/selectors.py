@@ -211,3 +211,58 @@ def rewind_preview(session: Session, event: Event) -> dict[str, Any]:
 
 def invocation_exists(*, session: Session, invocation_id: str) -> bool:
     return Event.objects.filter(session=session, invocation_id=invocation_id).exists()
+
+
+def session_with_app(pk: int) -> Session | None:
+    return Session.objects.select_related("app").filter(pk=pk).first()
+
+
+def session_revision(pk: int) -> int:
+    return Session.objects.filter(pk=pk).values_list("revision", flat=True).first() or 0
+
+
+def app_exists(pk: int) -> bool:
+    return App.objects.filter(pk=pk).exists()
+
+
+def app_known(name: str) -> bool:
+    """Whether sessions are stored for app `name` (it may also be an agent's)."""
+    return App.objects.filter(name=name).exists()
+
+
+def app_by_name(name: str) -> App | None:
+    return App.objects.filter(name=name).first()
+
+
+def apps_by_name() -> dict[str, App]:
+    return {app.name: app for app in App.objects.all()}
+
+
+def event_at(session: Session, seq: int | None) -> Event | None:
+    """Event #`seq` of the session, or None (also for no number at all)."""
+    return None if seq is None else Event.objects.filter(session=session, seq=seq).first()
+
+
+def event_seq(*, session: Session, event_id: str) -> int | None:
+    """The sequence number under which ADK event `event_id` is stored, if it is."""
+    return Event.objects.filter(session=session, event_id=event_id).values_list("seq", flat=True).first()
+
+
+def event_page(session: Session, *, after_seq: int, limit: int) -> list[tuple[int, AdkEvent]]:
+    """Up to `limit` events after `after_seq`, oldest first, each with its sequence number."""
+    rows = (
+        Event.objects.filter(session=session, seq__gt=after_seq)
+        .order_by("seq")
+        .values_list("seq", Cast("data", TextField()))[:limit]
+    )
+    return [(seq, AdkEvent.model_validate_json(data)) for seq, data in rows]
+
+
+def session_browser(*, app: App | None, user_id: str = "", search: str = "", order: str = "-update_time") -> QuerySet[Session]:
+    """An app's sessions for the session browser: of one user, ids containing `search`."""
+    sessions = Session.objects.filter(app=app) if app else Session.objects.none()
+    if user_id:
+        sessions = sessions.filter(user_id=user_id)
+    if search:
+        sessions = sessions.filter(session_id__icontains=search)
+    return sessions.order_by(order, "-pk")

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -20,7 +19,7 @@ from google.adk.events.event import Event as AdkEvent
 
 from . import _append_sql, broadcast, selectors
 from .keys import SessionKey
-from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
+from .models import SCOPE_SESSION, App, AppState, Event, Session, StateChange, UserState
 from .scopes import ScopedDelta, json_safe_state, refuse_nul, split_delta
 
 
@@ -64,18 +63,21 @@ def session_create(
     delta = split_delta(json_safe_state(state or {}))
     now = time.time()
     try:
-        with transaction.atomic():
+        with transaction.atomic(), connection.cursor() as cursor:
+            sql = _append_sql.Statements(cursor)
             app = app_get_or_create(name=app_name)
             if Session.objects.filter(app=app, user_id=user_id, session_id=session_id).exists():
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             session = Session.objects.create(
                 app=app, user_id=user_id, session_id=session_id, state=delta.session, create_time=now,
-                update_time=now, state_mark=_newest_change_id(),
+                update_time=now, state_mark=sql.newest_change_id(),
             )
             # Scope rows exist from the start, so appends only ever update them.
             AppState.objects.get_or_create(app=app)
             UserState.objects.get_or_create(app=app, user_id=user_id)
-            StateChange.objects.bulk_create(_initial_changes(session=session, delta=delta, now=now))
+            locked = _append_sql.LockedSession(session.pk, app.pk, user_id, 0, now, {})
+            changes = _apply_delta(sql, locked, delta, now)
+            sql.insert_changes(locked, changes, event_pk=None, seq=0, timestamp=now)
             transaction.on_commit(lambda: broadcast.session_created(session=session))
     except IntegrityError as exc:  # a concurrent create won the race for this id
         raise AlreadyExistsError(f"Session with id {session_id} already exists.") from exc
@@ -129,9 +131,9 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
         _check_fresh(sql, locked, seen)
         row = Event(session_id=locked.pk, seq=locked.revision + 1, data=data, **_event_columns(event))
         row.state_mark = sql.newest_change_id()
-        changes = _changes(sql, locked, delta, row)
+        changes = _apply_delta(sql, locked, delta, row.timestamp)
         row.pk = sql.insert_event(row, data_json)
-        sql.insert_changes(row, locked, changes)
+        sql.insert_changes(locked, changes, event_pk=row.pk, seq=row.seq, timestamp=row.timestamp)
         sql.bump_session(locked.pk, row.seq, event.timestamp, locked.state if delta.session else None)
         transaction.on_commit(lambda: broadcast.event_appended(event=row))
     return row
@@ -142,10 +144,6 @@ def partial_event_show(*, key: SessionKey, event: AdkEvent) -> None:
     session = Session.objects.for_key(**key.__dict__).first()
     if session is not None:
         broadcast.partial_event(session=session, event=event)
-
-
-def _newest_change_id() -> int:
-    return StateChange.objects.aggregate(m=Max("id"))["m"] or 0
 
 
 def _check_fresh(sql: _append_sql.Statements, locked: _append_sql.LockedSession, seen: SeenRevision | None) -> None:
@@ -174,10 +172,15 @@ def _event_columns(event: AdkEvent) -> dict[str, Any]:
     }
 
 
-def _changes(
-    sql: _append_sql.Statements, locked: _append_sql.LockedSession, delta: ScopedDelta, row: Event
+def _apply_delta(
+    sql: _append_sql.Statements, locked: _append_sql.LockedSession, delta: ScopedDelta, now: float
 ) -> list[_append_sql.Change]:
-    """Apply each scope's delta to its (locked) row and describe every key changed."""
+    """Apply each scope's delta to its (locked) row and describe every key changed.
+
+    The one way state changes, for an appended event and a new session's
+    initial state alike. The session scope is applied to `locked.state`,
+    which the caller stores with the session row.
+    """
     changes: list[_append_sql.Change] = []
     for scope, values in delta.items():
         if not values:
@@ -187,37 +190,5 @@ def _changes(
             changes.append(_append_sql.Change(scope, k, state.get(k), new, k in state))
             state[k] = new
         if scope != SCOPE_SESSION:
-            sql.save_scope(scope, locked, state, row.timestamp)
+            sql.save_scope(scope, locked, state, now)
     return changes
-
-
-def _initial_changes(*, session: Session, delta: ScopedDelta, now: float) -> list[StateChange]:
-    """Write a session's initial app/user state and describe every key it sets."""
-    changes = []
-    for scope, values in delta.items():
-        if scope == SCOPE_SESSION:
-            before: dict[str, Any] = {}
-        else:
-            holder = _scope_holder(session, scope)
-            before = dict(holder.state)
-            holder.state.update(values)
-            holder.update_time = now
-            holder.save(update_fields=["state", "update_time"])
-        changes += [
-            StateChange(
-                app=session.app, user_id=session.user_id, session=session, seq=0, scope=scope, key=k,
-                old_value=before.get(k), new_value=v, existed_before=k in before, timestamp=now,
-            )
-            for k, v in values.items()
-        ]
-    return changes
-
-
-def _scope_holder(session: Session, scope: str) -> AppState | UserState:
-    """The row that holds the app or user state of this session, locked for update."""
-    if scope == SCOPE_USER:
-        holder, _ = UserState.objects.select_for_update().get_or_create(app=session.app, user_id=session.user_id)
-        return holder
-    assert scope == SCOPE_APP
-    holder, _ = AppState.objects.select_for_update().get_or_create(app=session.app)
-    return holder

@@ -9,9 +9,6 @@ from typing import Any, TypeVar
 
 import pydantic
 from django.conf import settings
-from drf_spectacular.contrib.pydantic import PydanticExtension
-from drf_spectacular.plumbing import ResolvedComponent
-from drf_spectacular.settings import spectacular_settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from google.adk.errors import StaleSessionError
@@ -20,7 +17,6 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event as AdkEvent
 from google.adk.sessions.session import Session as AdkSession
 from pydantic.alias_generators import to_camel
-from pydantic.json_schema import model_json_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.parsers import JSONParser
@@ -29,7 +25,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import runtime, selectors
-from ..models import App, Session
+from ..models import Session
 from ..scopes import UnstorableValueError
 from ..keys import SessionKey
 from ..session_service import DjangoSessionService
@@ -74,7 +70,7 @@ class AdkApi(APIView):
 
 
 def _require_app(app_name: str) -> None:
-    if app_name not in runtime.agent_names() and not App.objects.filter(name=app_name).exists():
+    if app_name not in runtime.agent_names() and not selectors.app_known(app_name):
         raise NotFound(f"App {app_name!r} not found.")
 
 
@@ -174,7 +170,7 @@ def _validated(serializer_class: type[serializers.Serializer], data: Any) -> dic
     return serializer.validated_data
 
 
-# ---- OpenAPI: ADK's models are the schema -----------------------------------------
+# ---- OpenAPI: ADK's models are the schema (drf-spectacular's pydantic support, OpenAPI 3.1) ----
 
 
 class AdkSessionList(pydantic.RootModel[list[AdkSession]]):
@@ -183,55 +179,3 @@ class AdkSessionList(pydantic.RootModel[list[AdkSession]]):
 
 class AdkEventList(pydantic.RootModel[list[AdkEvent]]):
     """Schema only: a JSON array of ADK events."""
-
-
-_SCHEMA_MAPS = ("properties", "$defs", "patternProperties")
-_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf")
-_SCHEMA_ONES = ("items", "additionalProperties", "not")
-
-
-def openapi_30(schema: dict[str, Any]) -> dict[str, Any]:
-    """A pydantic (JSON Schema 2020-12) schema in OpenAPI 3.0's dialect: `nullable`
-    for `anyOf [X, null]`, `enum` for `const`, one `example` for `examples`."""
-    s = dict(schema)
-    for key in _SCHEMA_MAPS:
-        if key in s:
-            s[key] = {name: openapi_30(sub) for name, sub in s[key].items()}
-    for key in _SCHEMA_LISTS:
-        if key in s:
-            s[key] = [openapi_30(sub) for sub in s[key]]
-    for key in _SCHEMA_ONES:
-        if isinstance(s.get(key), dict):
-            s[key] = openapi_30(s[key])
-    if "const" in s:
-        s["enum"] = [s.pop("const")]
-    if "examples" in s:
-        examples = s.pop("examples")
-        if examples:
-            s["example"] = examples[0]
-    options = s.get("anyOf")
-    if options and any(o.get("type") == "null" for o in options):
-        rest = [o for o in options if o.get("type") != "null"]
-        s["nullable"] = True
-        if len(rest) == 1:
-            del s["anyOf"]
-            # A $ref takes no sibling keys in 3.0, so wrap it.
-            s = {**({"allOf": rest} if "$ref" in rest[0] else rest[0]), **s}
-        else:
-            s["anyOf"] = rest
-    return s
-
-
-class AdkModelExtension(PydanticExtension):
-    """drf-spectacular's pydantic support, made valid for its default OpenAPI 3.0."""
-
-    priority = 1
-
-    def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
-        schema = model_json_schema(self.target, ref_template="#/components/schemas/{model}", mode="serialization")
-        if spectacular_settings.OAS_VERSION.startswith("3.0"):
-            schema = openapi_30(schema)
-        for name, sub_schema in schema.pop("$defs", {}).items():
-            component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=sub_schema)
-            auto_schema.registry.register_on_missing(component)
-        return schema

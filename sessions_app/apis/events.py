@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import TextField
-from django.db.models.functions import Cast
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from google.adk.events.event import Event as AdkEvent
 from rest_framework import serializers, status
@@ -13,9 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from .. import selectors, services
-from ..models import Event, Session
-from ..wire import adk_json
 from ..keys import SessionKey
+from ..models import Event
+from ..wire import adk_json
 from .base import (
     AdkApi,
     Conflict,
@@ -28,16 +26,6 @@ from .base import (
 
 
 # ---- events and state (not in ADK's server) ------------------------------------
-
-
-def _event_page(session: Session, *, after_seq: int, limit: int) -> list[tuple[int, AdkEvent]]:
-    """Up to `limit` events after `after_seq`, oldest first, each with its sequence number."""
-    rows = (
-        Event.objects.filter(session=session, seq__gt=after_seq)
-        .order_by("seq")
-        .values_list("seq", Cast("data", TextField()))[:limit]
-    )
-    return [(seq, AdkEvent.model_validate_json(data)) for seq, data in rows]
 
 
 def _event_json(seq: int | None, event: AdkEvent) -> dict[str, Any]:
@@ -67,7 +55,7 @@ class EventListApi(AdkApi):
         """
         query = _validated(self.InputSerializer, request.query_params)
         row = _require_session(SessionKey(app_name, user_id, session_id))
-        page = _event_page(row, after_seq=query["after_seq"], limit=query["limit"])
+        page = selectors.event_page(row, after_seq=query["after_seq"], limit=query["limit"])
         last_returned = page[-1][0] if page else query["after_seq"]
         output = {
             "events": [_event_json(seq, event) for seq, event in page],
@@ -100,7 +88,7 @@ class EventCreateApi(AdkApi):
         row = _require_session(key)
         if event.partial:
             return Response(_event_json(None, event), status=status.HTTP_200_OK)
-        stored = Event.objects.filter(session=row, event_id=event.id).values_list("seq", flat=True).first()
+        stored = selectors.event_seq(session=row, event_id=event.id)
         if stored is not None:
             raise Conflict(f"Event {event.id!r} is already stored as #{stored}.")
         # event_append drops `temp:` keys, as ADK's services do. A foreign

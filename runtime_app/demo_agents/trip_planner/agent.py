@@ -14,7 +14,7 @@ import re
 from google.adk.agents import LlmAgent
 from google.adk.tools import ToolContext
 
-from runtime_app.scripted_model import Call, Reply, Rule, ScriptedModel
+from runtime_app.scripted_model import Call, Reply, Rule, ScriptedModel, user_text
 
 WEATHER = {"paris": "sunny, 21°C", "lisbon": "windy, 18°C", "oslo": "snow, -3°C", "kyoto": "rain, 12°C"}
 
@@ -39,8 +39,6 @@ def get_weather(city: str) -> dict:
 
 
 def _city(llm_request) -> str:
-    from runtime_app.scripted_model import user_text
-
     match = re.search(r"\b(?:to|in|for)\s+([A-Z][a-z]+)", user_text(llm_request))
     return match.group(1) if match else "Paris"
 
