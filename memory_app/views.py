@@ -14,10 +14,10 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 from google.adk.errors.input_validation_error import InputValidationError
-from google.adk.events.event import Event as AdkEvent
 from google.genai import types
 
-from sessions_app.models import Event, Session
+from sessions_app import selectors as session_selectors
+from sessions_app.models import Session
 
 from . import conf, conversation, selectors, services
 from .models import Artifact, ArtifactVersion, SessionMemory
@@ -237,8 +237,7 @@ def _memory(request: HttpRequest, session: Session, *, query: str, notice: str =
 @require_GET
 def conversation_page(request: HttpRequest, pk: int) -> HttpResponse:
     session = _session(pk)
-    stored = Event.objects.for_session(session).values_list("seq", "data")
-    rows = [(seq, AdkEvent.model_validate(data)) for seq, data in stored]
+    rows = session_selectors.event_page(session)
     events = [event for _, event in rows]
     agents = conversation.agent_names(events)
     # The agent that spoke last is the one whose next request matters most.

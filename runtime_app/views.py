@@ -96,7 +96,7 @@ def _app_context(request: HtmxHttpRequest, app_name: str, app: App | None, is_ag
 @require_GET
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
-    filters = timeline.Filters.from_query(request.GET)
+    filters = selectors.Filters.from_query(request.GET)
     at = _int_or_404(request.GET.get("at"))
     views, has_older = timeline.page(session, filters=filters, before=at + 1 if at is not None else None)
     context = {
@@ -104,7 +104,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "views": views,
         "has_older": has_older,
         "filters": filters,
-        "kinds": timeline.KINDS,
+        "kinds": selectors.KINDS,
         "filter_query": timeline.filter_query(request.GET),
         "at": at,
         "last_seq": views[-1].seq if views and at is None else session.revision,

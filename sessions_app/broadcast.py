@@ -72,7 +72,7 @@ class CatchUp:
     frames: list[str]
 
 
-def catch_up(session: Session, seq: int, filters: timeline.Filters) -> CatchUp:
+def catch_up(session: Session, seq: int, filters: selectors.Filters) -> CatchUp:
     """What a (re)connecting viewer missed after event `seq`: one frame per row,
     rendered as the live push renders them, led by a notice when too many to send."""
     revision = selectors.session_revision(session.pk)

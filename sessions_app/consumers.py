@@ -16,7 +16,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from access.auth import websocket_allowed
 
-from . import broadcast, selectors, timeline
+from . import broadcast, selectors
 
 CLOSE_NOT_FOUND = 4404
 CLOSE_LOGIN_REQUIRED = 4401
@@ -55,7 +55,7 @@ class SessionEventsConsumer(_PushConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         query = _query(self.scope)
-        self.filters = timeline.Filters.from_query(query)
+        self.filters = selectors.Filters.from_query(query)
         self.last_seq = int(query["after"]) if query.get("after", "").isdigit() else self.session.revision
         self.streaming: set[str] = set()
         self.group = broadcast.session_group(self.session.pk)

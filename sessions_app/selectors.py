@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.db.models import Case, Count, Min, QuerySet, TextField, When
+from django.db.models import Case, Count, Max, Min, Q, QuerySet, TextField, When
 from django.db.models.functions import Cast
 from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session as AdkSession
@@ -15,6 +15,56 @@ from adk_compat import compute_state_delta_for_rewind
 
 from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
 from .scopes import merge_state, split_key
+
+KINDS = ("text", "tool", "state", "error")
+
+
+@dataclass(frozen=True)
+class Filters:
+    author: str = ""
+    invocation: str = ""
+    kind: str = ""
+    final_only: bool = False
+
+    @classmethod
+    def from_query(cls, query: Any) -> Filters:
+        kind = query.get("kind", "")
+        return cls(
+            author=query.get("author", "").strip(),
+            invocation=query.get("invocation", "").strip(),
+            kind=kind if kind in KINDS else "",
+            final_only=query.get("final_only") in ("1", "on", "true"),
+        )
+
+    @property
+    def active(self) -> bool:
+        return bool(self.author or self.invocation or self.kind or self.final_only)
+
+    def apply(self, events: QuerySet[Event]) -> QuerySet[Event]:
+        if self.author:
+            events = events.filter(author=self.author)
+        if self.invocation:
+            events = events.filter(invocation_id=self.invocation)
+        if self.final_only:
+            events = events.filter(Q(author="user") | Q(is_final_response=True))
+        if self.kind == "tool":
+            events = events.filter(Q(has_function_call=True) | Q(has_function_response=True))
+        elif self.kind == "error":
+            events = events.filter(error_code__isnull=False)
+        elif self.kind == "state":
+            events = events.filter(state_changes__isnull=False).distinct()
+        elif self.kind == "text":
+            events = events.filter(has_function_call=False, has_function_response=False, error_code__isnull=True)
+        return events
+
+    def matches(self, meta: dict[str, Any]) -> bool:
+        """The same test on a pushed event's metadata (see `EventView.meta`)."""
+        return (
+            (not self.author or meta["author"] == self.author)
+            and (not self.invocation or meta["invocation"] == self.invocation)
+            and (not self.final_only or meta["author"] == "user" or meta["final"])
+            and (not self.kind or self.kind in meta["kinds"])
+        )
 
 SCOPE_ORDER = (SCOPE_APP, SCOPE_USER, SCOPE_SESSION)
 
@@ -248,8 +298,8 @@ def event_seq(*, session: Session, event_id: str) -> int | None:
     return Event.objects.filter(session=session, event_id=event_id).values_list("seq", flat=True).first()
 
 
-def event_page(session: Session, *, after_seq: int, limit: int) -> list[tuple[int, AdkEvent]]:
-    """Up to `limit` events after `after_seq`, oldest first, each with its sequence number."""
+def event_page(session: Session, *, after_seq: int = 0, limit: int | None = None) -> list[tuple[int, AdkEvent]]:
+    """Up to `limit` events (all when None) after `after_seq`, oldest first, each with its sequence number."""
     rows = (
         Event.objects.filter(session=session, seq__gt=after_seq)
         .order_by("seq")
@@ -266,3 +316,49 @@ def session_browser(*, app: App | None, user_id: str = "", search: str = "", ord
     if search:
         sessions = sessions.filter(session_id__icontains=search)
     return sessions.order_by(order, "-pk")
+
+
+def event_rows_before(session: Session, *, before: int | None, filters: Filters, limit: int) -> list[Event]:
+    """Up to `limit` events matching `filters` before seq `before` (all when None), newest first."""
+    events = filters.apply(Event.objects.filter(session=session))
+    if before is not None:
+        events = events.filter(seq__lt=before)
+    return list(events.order_by("-seq")[:limit])
+
+
+def event_rows_after(session: Session, seq: int, *, upto: int, filters: Filters, limit: int) -> list[Event]:
+    """Events matching `filters` with `seq` < sequence number <= `upto`, oldest first."""
+    events = Event.objects.filter(session=session, seq__gt=seq, seq__lte=upto)
+    return list(filters.apply(events).order_by("seq")[:limit])
+
+
+def previous_invocation_id(session: Session, seq: int) -> str | None:
+    """The invocation of the event just before #`seq`."""
+    earlier = Event.objects.filter(session=session, seq__lt=seq).order_by("-seq")
+    return earlier.values_list("invocation_id", flat=True).first()
+
+
+def function_call_events(session: Session, invocation_ids: set[str]) -> list[AdkEvent]:
+    """The events of these invocations that call functions."""
+    rows = Event.objects.filter(session=session, invocation_id__in=invocation_ids, has_function_call=True)
+    return [AdkEvent.model_validate(data) for data in rows.values_list("data", flat=True)]
+
+
+def rewound_ranges(session: Session) -> list[tuple[int, int]]:
+    """(first undone seq, rewind's seq) of every rewind: the events each undid."""
+    rewinds = list(Event.objects.filter(session=session, rewind_before__isnull=False).values_list("seq", "rewind_before"))
+    if not rewinds:
+        return []
+    firsts = dict(
+        Event.objects.filter(session=session, invocation_id__in={target for _, target in rewinds})
+        .values("invocation_id").annotate(first=Min("seq")).values_list("invocation_id", "first")
+    )
+    return [(firsts[target], seq) for seq, target in rewinds if target in firsts]
+
+
+def seq_range_between(session: Session, start: float, end: float, *, before_seq: int) -> tuple[int, int] | None:
+    """First and last seq of the events stamped within [start, end] before #`before_seq` (a compaction's range)."""
+    covered = Event.objects.filter(
+        session=session, timestamp__gte=start, timestamp__lte=end, seq__lt=before_seq
+    ).aggregate(first=Min("seq"), last=Max("seq"))
+    return None if covered["first"] is None else (covered["first"], covered["last"])

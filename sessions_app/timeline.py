@@ -8,62 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import Max, Min, Q, QuerySet
 from google.adk.events.event import Event as AdkEvent
 
 from . import selectors
 from .models import SCOPE_PREFIXES, Event, Session, StateChange
 
 PAGE_SIZE = 50
-KINDS = ("text", "tool", "state", "error")
-
-
-@dataclass(frozen=True)
-class Filters:
-    author: str = ""
-    invocation: str = ""
-    kind: str = ""
-    final_only: bool = False
-
-    @classmethod
-    def from_query(cls, query: Any) -> Filters:
-        kind = query.get("kind", "")
-        return cls(
-            author=query.get("author", "").strip(),
-            invocation=query.get("invocation", "").strip(),
-            kind=kind if kind in KINDS else "",
-            final_only=query.get("final_only") in ("1", "on", "true"),
-        )
-
-    @property
-    def active(self) -> bool:
-        return bool(self.author or self.invocation or self.kind or self.final_only)
-
-    def apply(self, events: QuerySet[Event]) -> QuerySet[Event]:
-        if self.author:
-            events = events.filter(author=self.author)
-        if self.invocation:
-            events = events.filter(invocation_id=self.invocation)
-        if self.final_only:
-            events = events.filter(Q(author="user") | Q(is_final_response=True))
-        if self.kind == "tool":
-            events = events.filter(Q(has_function_call=True) | Q(has_function_response=True))
-        elif self.kind == "error":
-            events = events.filter(error_code__isnull=False)
-        elif self.kind == "state":
-            events = events.filter(state_changes__isnull=False).distinct()
-        elif self.kind == "text":
-            events = events.filter(has_function_call=False, has_function_response=False, error_code__isnull=True)
-        return events
-
-    def matches(self, meta: dict[str, Any]) -> bool:
-        """The same test on a pushed event's metadata (see `EventView.meta`)."""
-        return (
-            (not self.author or meta["author"] == self.author)
-            and (not self.invocation or meta["invocation"] == self.invocation)
-            and (not self.final_only or meta["author"] == "user" or meta["final"])
-            and (not self.kind or self.kind in meta["kinds"])
-        )
 
 
 @dataclass
@@ -99,7 +49,7 @@ class EventView:
 
     @property
     def kinds(self) -> list[str]:
-        """The filter kinds this event belongs to (see `Filters.apply`)."""
+        """The filter kinds this event belongs to (see `selectors.Filters.apply`)."""
         tool = self.row.has_function_call or self.row.has_function_response
         kinds = ["tool"] if tool else ([] if self.row.error_code else ["text"])
         if self.changes:
@@ -202,48 +152,35 @@ def _pair(parts: list[Part], by_call_id: dict[str, Part]) -> None:
             by_call_id[part.call_id].paired = part
 
 
-def _previous_invocation(session: Session, seq: int) -> str | None:
-    return (
-        Event.objects.filter(session=session, seq__lt=seq).order_by("-seq").values_list("invocation_id", flat=True).first()
-    )
-
-
 def _pair_with_earlier_calls(session: Session, views: list[EventView]) -> None:
     """A response whose call is not on this page: look the call up in its invocation."""
     missing = {p.call_id: (v, p) for v in views for p in v.parts if p.kind == "response" and p.paired is None and p.call_id}
     if not missing:
         return
     invocations = {v.row.invocation_id for v, _ in missing.values()}
-    for data in Event.objects.filter(session=session, invocation_id__in=invocations, has_function_call=True).values_list(
-        "data", flat=True
-    ):
-        for part in _parts(AdkEvent.model_validate(data)):
+    for event in selectors.function_call_events(session, invocations):
+        for part in _parts(event):
             if part.kind == "call" and part.call_id in missing:
                 missing[part.call_id][1].paired = part
 
 
-def page(session: Session, *, before: int | None = None, filters: Filters = Filters(), size: int = PAGE_SIZE) -> tuple[list[EventView], bool]:
+def page(session: Session, *, before: int | None = None, filters: selectors.Filters = selectors.Filters(), size: int = PAGE_SIZE) -> tuple[list[EventView], bool]:
     """The newest `size` events (before seq `before`), oldest first; and whether older ones exist."""
-    events = filters.apply(Event.objects.filter(session=session))
-    if before is not None:
-        events = events.filter(seq__lt=before)
-    rows = list(events.order_by("-seq")[: size + 1])
+    rows = selectors.event_rows_before(session, before=before, filters=filters, limit=size + 1)
     has_older = len(rows) > size
     rows = rows[:size][::-1]
     return views_for(session, rows), has_older
 
 
-def after(session: Session, seq: int, *, upto: int, filters: Filters = Filters(), limit: int = 500) -> list[EventView]:
+def after(session: Session, seq: int, *, upto: int, filters: selectors.Filters = selectors.Filters(), limit: int = 500) -> list[EventView]:
     """Events with `seq` < sequence number <= `upto`, oldest first (websocket catch-up)."""
-    events = Event.objects.filter(session=session, seq__gt=seq, seq__lte=upto)
-    rows = list(filters.apply(events).order_by("seq")[:limit])
-    return views_for(session, rows)
+    return views_for(session, selectors.event_rows_after(session, seq, upto=upto, filters=filters, limit=limit))
 
 
 def views_for(session: Session, rows: list[Event]) -> list[EventView]:
     if not rows:
         return []
-    views = build_views(rows, previous_invocation=_previous_invocation(session, rows[0].seq))
+    views = build_views(rows, previous_invocation=selectors.previous_invocation_id(session, rows[0].seq))
     _pair_with_earlier_calls(session, views)
     _name_compacted_ranges(session, views)
     _mark_rewound(session, views)
@@ -252,14 +189,7 @@ def views_for(session: Session, rows: list[Event]) -> list[EventView]:
 
 def _mark_rewound(session: Session, views: list[EventView]) -> None:
     """Events a later rewind undid: from its target invocation's first event to the rewind."""
-    rewinds = list(Event.objects.filter(session=session, rewind_before__isnull=False).values_list("seq", "rewind_before"))
-    if not rewinds:
-        return
-    firsts = dict(
-        Event.objects.filter(session=session, invocation_id__in={target for _, target in rewinds})
-        .values("invocation_id").annotate(first=Min("seq")).values_list("invocation_id", "first")
-    )
-    ranges = [(firsts[target], seq) for seq, target in rewinds if target in firsts]
+    ranges = selectors.rewound_ranges(session)
     for view in views:
         view.rewound = any(start <= view.seq < end for start, end in ranges)
 
@@ -270,12 +200,9 @@ def _name_compacted_ranges(session: Session, views: list[EventView]) -> None:
         compaction = view.event.actions.compaction
         if compaction is None:
             continue
-        covered = Event.objects.filter(
-            session=session, timestamp__gte=compaction.start_timestamp, timestamp__lte=compaction.end_timestamp,
-            seq__lt=view.seq,
-        ).aggregate(first=Min("seq"), last=Max("seq"))
-        if covered["first"] is not None:
-            view.compacted_range = (covered["first"], covered["last"])
+        view.compacted_range = selectors.seq_range_between(
+            session, compaction.start_timestamp, compaction.end_timestamp, before_seq=view.seq
+        )
 
 
 def partial_view(session: Session, event: AdkEvent) -> EventView:

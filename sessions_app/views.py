@@ -27,7 +27,7 @@ def session_events(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """"Load older": the page of events before `?before=`, with the next button."""
     session = get_object_or_404(Session, pk=pk)
     before = _int(request.GET.get("before"))
-    views, has_older = timeline.page(session, before=before, filters=timeline.Filters.from_query(request.GET))
+    views, has_older = timeline.page(session, before=before, filters=selectors.Filters.from_query(request.GET))
     context = {
         "session": session, "views": views, "has_older": has_older, "filter_query": timeline.filter_query(request.GET),
         "initial": selectors.initial_changes(session) if not has_older else [],
