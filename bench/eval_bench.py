@@ -45,7 +45,7 @@ from django.core.management import call_command  # noqa: E402
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet  # noqa: E402
 
 from adkui.adk import DjangoSessionService  # noqa: E402
-from eval_app import engine, services  # noqa: E402
+from eval_app import engine, progress, services  # noqa: E402
 from eval_app.evalset_files import ParsedEvalSet, default_specs  # noqa: E402
 from eval_app.models import EvalRun, EvalSet  # noqa: E402
 
@@ -100,7 +100,7 @@ def add_model_latency(seconds: float) -> None:
 def instrument() -> None:
     DjangoSessionService.create_session = timed("create session", DjangoSessionService.create_session)
     engine._score = timed("score", engine._score)
-    services.eval_case_result_store = timed("store result", services.eval_case_result_store)
+    progress.eval_case_result_store = timed("store result", progress.eval_case_result_store)
 
 
 async def one_run(eval_set: EvalSet, concurrency: int) -> EvalRun:

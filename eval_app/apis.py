@@ -100,5 +100,5 @@ class EvalRunDetailApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         run = get_object_or_404(EvalRun.objects.select_related("eval_set"), pk=pk)
         body: dict[str, Any] = dict(RunOutputSerializer(run).data)
-        body["results"] = self.ResultSerializer(run.results.order_by("position", "repeat"), many=True).data
+        body["results"] = self.ResultSerializer(selectors.run_results_by_case(run), many=True).data
         return Response(body)

@@ -12,9 +12,7 @@ import logging
 import traceback
 import uuid
 from contextlib import aclosing
-from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
 
 from asgiref.sync import sync_to_async
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
@@ -27,10 +25,11 @@ from pydantic import ValidationError
 
 from sessions_app.runtime import make_runner
 
-from . import metrics, services
+from . import metrics, progress
 from .metrics import MetricSpec
-from .models import EvalCase, EvalCaseResult, EvalRun
-from .services import CaseOutcome, InvocationOutcome
+from .models import EvalCaseResult, EvalRun
+from .progress import CaseOutcome, InvocationOutcome
+from .selectors import WorkItem, pending_items
 
 logger = logging.getLogger(__name__)
 
@@ -43,20 +42,9 @@ _STATUS = {
 }
 
 
-@dataclass
-class WorkItem:
-    """One case, one repeat: the unit a run stores a result for."""
-
-    case_pk: int | None
-    eval_id: str
-    position: int
-    repeat: int
-    data: dict[str, Any]
-
-
 async def execute_run(run_pk: int, *, worker: str) -> None:
     """Claim the run and run its unfinished cases; return when it is finished or stopped."""
-    run = await sync_to_async(services.eval_run_claim)(run_pk=run_pk, worker=worker)
+    run = await sync_to_async(progress.eval_run_claim)(run_pk=run_pk, worker=worker)
     if run is None:
         return
     started = perf_counter()
@@ -71,23 +59,9 @@ async def execute_run(run_pk: int, *, worker: str) -> None:
     except Exception as exc:  # the agent failed to load, or the database went away
         logger.exception("Eval run %s failed", run_pk)
         error = f"{type(exc).__name__}: {exc}"
-    await sync_to_async(services.eval_run_finish)(
+    await sync_to_async(progress.eval_run_finish)(
         run_pk=run_pk, worker=worker, stopped=stopped, error=error, elapsed=perf_counter() - started
     )
-
-
-def pending_items(run: EvalRun) -> list[WorkItem]:
-    """The (case, repeat) pairs of the run that have no stored result yet."""
-    done = set(run.results.values_list("eval_id", "repeat"))
-    cases = {c.eval_id: c for c in EvalCase.objects.filter(eval_set_id=run.eval_set_id, eval_id__in=run.eval_ids)}
-    items = []
-    for repeat in range(run.repeats):
-        for position, eval_id in enumerate(run.eval_ids):
-            if (eval_id, repeat) in done:
-                continue
-            case = cases.get(eval_id)
-            items.append(WorkItem(case.pk if case else None, eval_id, position, repeat, case.data if case else {}))
-    return items
 
 
 async def _run_items(run: EvalRun, runner: Runner, items: list[WorkItem], worker: str) -> bool:
@@ -98,7 +72,7 @@ async def _run_items(run: EvalRun, runner: Runner, items: list[WorkItem], worker
     async def one(item: WorkItem) -> None:
         async with gate:
             outcome = await run_case(runner, run_pk=run.pk, specs=specs, item=item)
-            await sync_to_async(services.eval_case_result_store)(run_pk=run.pk, outcome=outcome)
+            await sync_to_async(progress.eval_case_result_store)(run_pk=run.pk, outcome=outcome)
 
     tasks = [asyncio.create_task(one(item)) for item in items]
     watcher = asyncio.create_task(_watch(run.pk, worker, tasks))
@@ -114,7 +88,7 @@ async def _watch(run_pk: int, worker: str, tasks: list[asyncio.Task]) -> None:
     """Beat the run's heart; on a stop request cancel the cases still running."""
     while True:
         await asyncio.sleep(HEARTBEAT_EVERY)
-        if await sync_to_async(services.eval_run_heartbeat)(run_pk=run_pk, worker=worker):
+        if await sync_to_async(progress.eval_run_heartbeat)(run_pk=run_pk, worker=worker):
             for task in tasks:
                 task.cancel()
             return

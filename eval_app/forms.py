@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from sessions_app.runtime import agent_names
 
-from . import metrics
+from . import metrics, selectors
 from .evalset_files import (
     EvalSetFileError,
     ParsedEvalSet,
@@ -95,7 +95,7 @@ class RunForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.eval_set = eval_set
         self.fields["app_name"].choices = _agent_choices()
-        self.fields["eval_ids"].choices = [(i, i) for i in eval_set.cases.values_list("eval_id", flat=True)]
+        self.fields["eval_ids"].choices = [(i, i) for i in selectors.eval_case_ids(eval_set)]
         if not self.is_bound:
             self.initial.update(_initial_from_specs(specs_from_stored(eval_set.criteria)))
             if eval_set.app_name:
@@ -145,7 +145,7 @@ class AddSessionForm(forms.Form):
     def __init__(self, *args: Any, app_name: str, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.app_name = app_name
-        self.fields["eval_set"].queryset = EvalSet.objects.filter(app_name__in=[app_name, ""])
+        self.fields["eval_set"].queryset = selectors.eval_sets_for_app(app_name)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

@@ -1,5 +1,5 @@
-"""Reads: eval sets, run history and trends, result details, run comparison,
-and eval cases built from stored sessions."""
+"""Reads: eval sets, runs and their pending work, run history and trends,
+result details, run comparison, and eval cases built from stored sessions."""
 from __future__ import annotations
 
 import re
@@ -9,18 +9,20 @@ from dataclasses import dataclass, field
 from statistics import mean
 from typing import Any
 
-from django.db.models import Count, Max
+from django.db.models import Count, Max, QuerySet
 from django.urls import NoReverseMatch, reverse
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
 from google.adk.evaluation.eval_case import IntermediateData, Invocation, SessionInput
+from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.evaluation_generator import EvaluationGenerator
 from google.genai import types
 
 from sessions_app import selectors as session_selectors
-from sessions_app.models import SCOPE_PREFIXES, Session, StateChange
+from sessions_app.models import Session
 
 from . import diffs, metrics
-from .models import EvalCaseResult, EvalRun, EvalSet
+from .evalset_files import build_eval_set
+from .models import EvalCase, EvalCaseResult, EvalRun, EvalSet
 
 # ---- eval sets --------------------------------------------------------------
 
@@ -31,6 +33,27 @@ def eval_set_list() -> list[EvalSet]:
 
 def runs_by_pk(pks: list[int]) -> dict[int, EvalRun]:
     return EvalRun.objects.in_bulk([pk for pk in pks if pk])
+
+
+def eval_sets_for_app(app_name: str) -> QuerySet[EvalSet]:
+    """The sets a session of `app_name` may join: its agent's, and those for any agent."""
+    return EvalSet.objects.filter(app_name__in=[app_name, ""])
+
+
+def eval_set_cases(eval_set: EvalSet) -> list[EvalCase]:
+    return list(eval_set.cases.ordered())
+
+
+def eval_case_ids(eval_set: EvalSet) -> list[str]:
+    return list(eval_set.cases.ordered().values_list("eval_id", flat=True))
+
+
+def adk_eval_set(eval_set: EvalSet) -> AdkEvalSet:
+    """The stored set as ADK's EvalSet, cases in order, for export."""
+    return build_eval_set(
+        eval_set_id=eval_set.eval_set_id, name=eval_set.name, description=eval_set.description,
+        creation_timestamp=eval_set.creation_timestamp, cases=[c.data for c in eval_set.cases.ordered()],
+    )
 
 
 def session_url(session_pk: int | None) -> str:
@@ -48,8 +71,7 @@ def session_url(session_pk: int | None) -> str:
 
 def session_initial_state(session: Session) -> dict[str, Any]:
     """The state the session was created with (its seq-0 changes), keys prefixed by scope."""
-    changes = StateChange.objects.filter(session=session, seq=0).order_by("pk")
-    return {SCOPE_PREFIXES[c.scope] + c.key: c.new_value for c in changes}
+    return {c.full_key: c.new_value for c in session_selectors.initial_changes(session)}
 
 
 def default_eval_id(session: Session) -> str:
@@ -86,6 +108,58 @@ def _expected_invocation(invocation: Invocation) -> Invocation:
         intermediate_data=IntermediateData(tool_uses=calls),
         creation_timestamp=invocation.creation_timestamp,
     )
+
+
+# ---- runs -------------------------------------------------------------------
+
+
+def run_find(run_pk: int) -> EvalRun | None:
+    return EvalRun.objects.select_related("eval_set").filter(pk=run_pk).first()
+
+
+def run_results(run: EvalRun) -> list[EvalCaseResult]:
+    """In finish order, the order the live page appends rows in."""
+    return list(run.results.order_by("pk"))
+
+
+def run_results_by_case(run: EvalRun) -> list[EvalCaseResult]:
+    return list(run.results.order_by("position", "repeat"))
+
+
+def other_runs(run: EvalRun, *, limit: int = 20) -> list[EvalRun]:
+    """The newest other runs of the run's set, to compare it with."""
+    return list(run.eval_set.runs.exclude(pk=run.pk).order_by("-pk")[:limit])
+
+
+def active_run_workers() -> set[str]:
+    """The workers named by queued or running runs."""
+    runs = EvalRun.objects.filter(status__in=EvalRun.ACTIVE).exclude(worker="")
+    return set(runs.values_list("worker", flat=True))
+
+
+@dataclass
+class WorkItem:
+    """One case, one repeat: the unit a run stores a result for."""
+
+    case_pk: int | None
+    eval_id: str
+    position: int
+    repeat: int
+    data: dict[str, Any]
+
+
+def pending_items(run: EvalRun) -> list[WorkItem]:
+    """The (case, repeat) pairs of the run that have no stored result yet."""
+    done = set(run.results.values_list("eval_id", "repeat"))
+    cases = {c.eval_id: c for c in EvalCase.objects.filter(eval_set_id=run.eval_set_id, eval_id__in=run.eval_ids)}
+    items = []
+    for repeat in range(run.repeats):
+        for position, eval_id in enumerate(run.eval_ids):
+            if (eval_id, repeat) in done:
+                continue
+            case = cases.get(eval_id)
+            items.append(WorkItem(case.pk if case else None, eval_id, position, repeat, case.data if case else {}))
+    return items
 
 
 # ---- run history and trend --------------------------------------------------

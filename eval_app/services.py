@@ -1,22 +1,23 @@
-"""Writes. Each runs in one transaction and broadcasts on commit."""
+"""The user's writes: eval sets and cases, and starting, stopping and resuming
+runs. Each runs in one transaction and broadcasts on commit; the writes of a
+run in progress are in `progress`."""
 from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max, Q
+from django.db.models import Max
 from django.utils import timezone
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
 
 from sessions_app.models import Session
 
-from . import broadcast
+from . import broadcast, worker
 from .evalset_files import ParsedEvalSet, case_json, criteria_of
 from .metrics import MetricSpec
-from .models import HEARTBEAT_STALE, EvalCase, EvalCaseResult, EvalInvocationResult, EvalRun, EvalSet
+from .models import EvalCase, EvalRun, EvalSet
+from .selectors import eval_case_from_session, eval_case_ids
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # what ADK's LocalEvalSetsManager accepts for new ids
 
@@ -117,8 +118,6 @@ def eval_case_add_from_session(
     *, session: Session, eval_set: EvalSet | None, new_eval_set_id: str, eval_id: str
 ) -> EvalCase:
     """Turn a stored session into a case of `eval_set` (or of a new set named `new_eval_set_id`)."""
-    from .selectors import eval_case_from_session
-
     adk_case = eval_case_from_session(session, eval_id=require_id(eval_id, "Case id"))
     if not adk_case.conversation:
         raise EvalError("This session has no user turns to make a case of.")
@@ -131,11 +130,6 @@ def eval_case_add_from_session(
 
 def eval_case_delete(*, case: EvalCase) -> None:
     case.delete()
-
-
-@transaction.atomic
-def eval_set_save_criteria(*, eval_set: EvalSet, specs: list[MetricSpec]) -> None:
-    EvalSet.objects.filter(pk=eval_set.pk).update(criteria=criteria_of(specs))
 
 
 # ---- runs -------------------------------------------------------------------
@@ -152,9 +146,12 @@ def eval_run_create(
     concurrency: int = 1,
     source: str = "ui",
     start: bool = True,
+    save_criteria: bool = False,
 ) -> EvalRun:
-    """A queued run of `eval_ids` (all cases when empty); `start` hands it to this process's worker."""
-    known = list(eval_set.cases.ordered().values_list("eval_id", flat=True))
+    """A queued run of `eval_ids` (all cases when empty); `start` hands it to this
+    process's worker on commit; `save_criteria` makes `specs` the set's criteria,
+    the run form's defaults next time."""
+    known = eval_case_ids(eval_set)
     chosen = [i for i in known if i in set(eval_ids)] if eval_ids else known
     if not chosen:
         raise EvalError("Choose at least one case to run.")
@@ -167,15 +164,11 @@ def eval_run_create(
         repeats=repeats, concurrency=max(1, concurrency), source=source, total=len(chosen) * repeats,
         heartbeat_at=timezone.now(),
     )
+    if save_criteria:
+        EvalSet.objects.filter(pk=eval_set.pk).update(criteria=criteria_of(specs))
     if start:
-        transaction.on_commit(lambda: _submit(run.pk))
+        transaction.on_commit(lambda: worker.submit(run.pk))
     return run
-
-
-def _submit(run_pk: int) -> None:
-    from .worker import submit  # the worker imports the engine, which imports us
-
-    submit(run_pk)
 
 
 @transaction.atomic
@@ -198,134 +191,4 @@ def eval_run_resume(*, run: EvalRun, start: bool = True) -> None:
         raise EvalError(f"Run {run.pk} is {run.status}; only a stopped, interrupted or failed run can resume.")
     transaction.on_commit(lambda: broadcast.run_changed(run_pk=run.pk))
     if start:
-        transaction.on_commit(lambda: _submit(run.pk))
-
-
-def eval_run_claim(*, run_pk: int, worker: str) -> EvalRun | None:
-    """Take a queued run (or one whose worker died) for `worker`; None if another has it."""
-    now = timezone.now()
-    with transaction.atomic():
-        # A run whose worker died may be taken over without waiting for it to be marked interrupted.
-        claimable = Q(status=EvalRun.QUEUED) | Q(status=EvalRun.RUNNING, heartbeat_at__lt=now - HEARTBEAT_STALE)
-        taken = EvalRun.objects.filter(claimable, pk=run_pk).update(
-            status=EvalRun.RUNNING, worker=worker, heartbeat_at=now, stop_requested=False
-        )
-        if not taken:
-            return None
-        EvalRun.objects.filter(pk=run_pk, started_at__isnull=True).update(started_at=now)
-        transaction.on_commit(lambda: broadcast.run_changed(run_pk=run_pk))
-    return EvalRun.objects.select_related("eval_set").get(pk=run_pk)
-
-
-def eval_run_heartbeat(*, run_pk: int, worker: str) -> bool:
-    """Beat the run's heart; True when a stop was asked for (or the run is no longer ours)."""
-    beat = EvalRun.objects.filter(pk=run_pk, worker=worker, status=EvalRun.RUNNING).update(heartbeat_at=timezone.now())
-    if not beat:
-        return True
-    return EvalRun.objects.filter(pk=run_pk, stop_requested=True).exists()
-
-
-@dataclass
-class InvocationOutcome:
-    invocation_id: str
-    user_text: str
-    actual: dict[str, Any]
-    actual_tool_calls: list[dict[str, Any]]
-    actual_response: str
-    metrics: list[dict[str, Any]]
-
-
-@dataclass
-class CaseOutcome:
-    """What running one case produced, ready to store."""
-
-    case_pk: int | None
-    eval_id: str
-    repeat: int
-    position: int
-    status: str
-    case_data: dict[str, Any]
-    metrics: list[dict[str, Any]] = field(default_factory=list)
-    invocations: list[InvocationOutcome] = field(default_factory=list)
-    app_name: str = ""
-    user_id: str = ""
-    session_id: str = ""
-    error: str = ""
-    agent_seconds: float = 0.0
-    seconds: float = 0.0
-
-
-def eval_case_result_store(*, run_pk: int, outcome: CaseOutcome) -> EvalCaseResult | None:
-    """Store one finished case and count it in its run; None if it was already stored."""
-    session_pk = (
-        Session.objects.filter(app__name=outcome.app_name, user_id=outcome.user_id, session_id=outcome.session_id)
-        .values_list("pk", flat=True)
-        .first()
-    )
-    try:
-        with transaction.atomic():
-            result = EvalCaseResult.objects.create(
-                run_id=run_pk, case_id=outcome.case_pk, eval_id=outcome.eval_id, repeat=outcome.repeat,
-                position=outcome.position, status=outcome.status, metrics=outcome.metrics,
-                case_data=outcome.case_data, session_id=session_pk, user_id=outcome.user_id,
-                adk_session_id=outcome.session_id, error=outcome.error,
-                agent_seconds=outcome.agent_seconds, seconds=outcome.seconds,
-            )
-            EvalInvocationResult.objects.bulk_create(
-                EvalInvocationResult(case_result=result, index=i, **inv.__dict__)
-                for i, inv in enumerate(outcome.invocations)
-            )
-            passed = outcome.status == EvalCaseResult.PASSED
-            EvalRun.objects.filter(pk=run_pk).update(
-                done=F("done") + 1,
-                passed=F("passed") + (1 if passed else 0),
-                failed=F("failed") + (0 if passed else 1),
-                agent_seconds=F("agent_seconds") + outcome.agent_seconds,
-                heartbeat_at=timezone.now(),
-            )
-            transaction.on_commit(lambda: broadcast.case_finished(run_pk=run_pk, result_pk=result.pk))
-    except IntegrityError:  # stored by an earlier attempt: a resume must not duplicate it
-        return None
-    return result
-
-
-def eval_run_finish(*, run_pk: int, worker: str, stopped: bool = False, error: str = "", elapsed: float = 0.0) -> None:
-    """Close a run its worker is done with: completed, stopped, or failed with `error`."""
-    if error:
-        status = EvalRun.FAILED
-    elif stopped:
-        status = EvalRun.STOPPED
-    else:
-        status = EvalRun.COMPLETED
-    with transaction.atomic():
-        EvalRun.objects.filter(pk=run_pk, worker=worker, status=EvalRun.RUNNING).update(
-            status=status, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now(),
-            elapsed_seconds=F("elapsed_seconds") + elapsed,
-        )
-        transaction.on_commit(lambda: broadcast.run_changed(run_pk=run_pk))
-
-
-def eval_runs_mark_interrupted(
-    *, alive: set[int] | frozenset[int] = frozenset(), worker: str = "", dead_workers: set[str] | None = None
-) -> int:
-    """Mark runs no worker owns as interrupted: their heartbeat went stale, their
-    worker is known to be dead, or they name this process's `worker` yet are not
-    among its `alive` runs (a crashed task)."""
-    stale = timezone.now() - HEARTBEAT_STALE
-    # A queued run is stamped when queued, so one whose process died unclaimed goes stale too.
-    active = Q(status__in=EvalRun.ACTIVE)
-    orphaned = active & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True))
-    if worker:
-        orphaned |= Q(status=EvalRun.RUNNING, worker=worker) & ~Q(pk__in=alive)
-    if dead_workers:
-        orphaned |= Q(status=EvalRun.RUNNING, worker__in=dead_workers)
-    with transaction.atomic():
-        pks = list(EvalRun.objects.filter(orphaned).values_list("pk", flat=True))
-        if not pks:
-            return 0
-        EvalRun.objects.filter(pk__in=pks, status__in=EvalRun.ACTIVE).update(
-            status=EvalRun.INTERRUPTED, finished_at=timezone.now()
-        )
-        for pk in pks:
-            transaction.on_commit(lambda pk=pk: broadcast.run_changed(run_pk=pk))
-    return len(pks)
+        transaction.on_commit(lambda: worker.submit(run.pk))

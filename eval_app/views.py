@@ -9,13 +9,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from . import selectors, services, worker
-from .evalset_files import (
-    build_eval_set,
-    dump_eval_set_json,
-    dump_eval_set_yaml,
-    dump_test_config,
-    specs_from_stored,
-)
+from .evalset_files import dump_eval_set_json, dump_eval_set_yaml, dump_test_config, specs_from_stored
 from .forms import ImportForm, RunForm, concurrency_setting
 from .models import EvalCaseResult, EvalRun, EvalSet
 
@@ -33,7 +27,9 @@ def eval_set_list(request: HttpRequest) -> HttpResponse:
         except services.EvalError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Imported {eval_set.cases.count()} cases into {eval_set.eval_set_id}.")
+            # The import makes the set's cases exactly the file's.
+            count = len(form.parsed.eval_set.eval_cases)
+            messages.success(request, f"Imported {count} cases into {eval_set.eval_set_id}.")
             return redirect("eval_app:eval_set_detail", pk=eval_set.pk)
     eval_sets = selectors.eval_set_list()
     last_runs = selectors.runs_by_pk([s.last_run for s in eval_sets])
@@ -46,7 +42,7 @@ def _eval_set_page(request: HttpRequest, eval_set: EvalSet, run_form: RunForm, s
     history = selectors.run_history(eval_set)
     return render(request, "eval_app/eval_set_detail.html", {
         "eval_set": eval_set,
-        "cases": eval_set.cases.ordered(),
+        "cases": selectors.eval_set_cases(eval_set),
         "run_form": run_form,
         "history": history[::-1],
         "chart": selectors.trend_chart(history),
@@ -75,10 +71,7 @@ def eval_set_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     if fmt == "config":
         body, name, kind = dump_test_config(specs_from_stored(eval_set.criteria)), "test_config.json", "application/json"
     else:
-        adk_set = build_eval_set(
-            eval_set_id=eval_set.eval_set_id, name=eval_set.name, description=eval_set.description,
-            creation_timestamp=eval_set.creation_timestamp, cases=[c.data for c in eval_set.cases.ordered()],
-        )
+        adk_set = selectors.adk_eval_set(eval_set)
         if fmt == "yaml":
             body, name, kind = dump_eval_set_yaml(adk_set), f"{eval_set.eval_set_id}.evalset.yaml", "application/yaml"
         elif fmt == "json":
@@ -99,9 +92,8 @@ def eval_run_create(request: HttpRequest, pk: int) -> HttpResponse:
             run = services.eval_run_create(
                 eval_set=eval_set, app_name=form.cleaned_data["app_name"], specs=form.specs(),
                 eval_ids=form.chosen_eval_ids(), repeats=form.cleaned_data["repeats"],
-                concurrency=concurrency_setting(),
+                concurrency=concurrency_setting(), save_criteria=True,
             )
-            services.eval_set_save_criteria(eval_set=eval_set, specs=form.specs())
         except services.EvalError as exc:
             form.add_error(None, str(exc))
         else:
@@ -113,10 +105,8 @@ def eval_run_create(request: HttpRequest, pk: int) -> HttpResponse:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     worker.reap()
     run = get_object_or_404(EvalRun.objects.select_related("eval_set"), pk=pk)
-    others = run.eval_set.runs.exclude(pk=run.pk).order_by("-pk")[:20]
     return render(request, "eval_app/run_detail.html", {
-        # Finish order, the order the live page appends rows in.
-        "run": run, "results": run.results.order_by("pk"), "others": others,
+        "run": run, "results": selectors.run_results(run), "others": selectors.other_runs(run),
     })
 
 

@@ -20,6 +20,10 @@ import uuid
 from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import close_old_connections
 
+from .engine import execute_run
+from .progress import eval_runs_mark_interrupted
+from .selectors import active_run_workers
+
 logger = logging.getLogger(__name__)
 
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -74,8 +78,6 @@ def _start(run_pk: int) -> None:
 
 
 async def _execute(run_pk: int) -> None:
-    from .engine import execute_run
-
     try:
         await execute_run(run_pk, worker=WORKER_ID)
     except Exception:
@@ -90,12 +92,8 @@ def alive_runs() -> frozenset[int]:
 
 
 def reap() -> int:
-    """Mark runs that no live worker owns as interrupted (see services)."""
-    from .models import EvalRun
-    from .services import eval_runs_mark_interrupted
-
-    workers = set(EvalRun.objects.filter(status__in=EvalRun.ACTIVE).exclude(worker="").values_list("worker", flat=True))
-    dead = {w for w in workers if _is_dead(w)}
+    """Mark runs that no live worker owns as interrupted (see progress)."""
+    dead = {w for w in active_run_workers() if _is_dead(w)}
     return eval_runs_mark_interrupted(alive=alive_runs(), worker=WORKER_ID, dead_workers=dead)
 
 

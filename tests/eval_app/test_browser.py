@@ -10,6 +10,7 @@ from eval_app.models import EvalRun
 
 from .conftest import DEMO_FILE
 
+# The live server answers from its own thread: it sees only commits.
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 

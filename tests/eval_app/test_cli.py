@@ -15,7 +15,9 @@ from eval_app.models import EvalRun, EvalSet
 
 from .conftest import AGENT, DEMO_FILE
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("async_db_threads")]
+pytestmark = pytest.mark.usefixtures("async_db_threads")
+# The command runs the engine in asgiref's worker thread, on its own connection: it sees only commits.
+runs_the_engine = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -34,6 +36,7 @@ def failing_copy(tmp_path: Path) -> Path:
     return path
 
 
+@runs_the_engine
 def test_a_passing_eval_set_exits_0_with_adks_summary():
     code, out = run_cli(AGENT, str(DEMO_FILE))
     assert code == 0
@@ -41,6 +44,7 @@ def test_a_passing_eval_set_exits_0_with_adks_summary():
     assert EvalRun.objects.get().source == "cli"  # the run is in the UI's history too
 
 
+@runs_the_engine
 def test_a_failing_case_exits_1_and_details_show_why(tmp_path):
     code, out = run_cli(AGENT, str(failing_copy(tmp_path)), "--print-detailed-results")
     assert code == 1
@@ -50,6 +54,7 @@ def test_a_failing_case_exits_1_and_details_show_why(tmp_path):
     assert "expected_response:          Something else entirely." in out
 
 
+@runs_the_engine
 def test_a_stored_eval_set_runs_by_id_with_a_case_selection_and_config(tmp_path):
     run_cli(AGENT, str(failing_copy(tmp_path)))
     config = tmp_path / "lenient.json"
@@ -59,6 +64,7 @@ def test_a_stored_eval_set_runs_by_id_with_a_case_selection_and_config(tmp_path)
     assert EvalSet.objects.count() == 1
 
 
+@pytest.mark.django_db
 def test_bad_input_exits_2(tmp_path):
     bad = tmp_path / "bad.evalset.json"
     bad.write_text('{"eval_set_id": "x", "eval_cases": [{"conversation": []}]}')
@@ -72,6 +78,7 @@ def test_bad_input_exits_2(tmp_path):
 
 @pytest.mark.slow
 def test_the_process_exit_code_gates_ci(tmp_path):
+    # The processes use a database of their own, so this test needs no test database.
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'ci.sqlite3'}", "PYTHONPATH": str(ROOT)}
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=ROOT)

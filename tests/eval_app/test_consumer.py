@@ -3,17 +3,16 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from eval_app import engine, services
-from eval_app.broadcast import run_group
+from eval_app import broadcast, engine, services
 from eval_app.evalset_files import default_specs, parse_eval_set_file
 from eval_app.routing import websocket_urlpatterns
 
 from .conftest import AGENT, DEMO_FILE
 
+# The consumer reads the database from another thread, on its own connection: it sees only commits.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("async_db_threads")]
 
 
@@ -55,13 +54,38 @@ async def test_it_streams_progress_and_case_rows_until_the_run_completes():
 async def test_rows_already_in_the_snapshot_are_not_sent_again():
     run = await queued_run(["greeting"])
     await engine.execute_run(run.pk, worker="test")
-    result_pk = await run.results.values_list("pk", flat=True).aget()
+    result = await run.results.aget()
     comm = await connect(run.pk)
     rows, live = await comm.receive_from(), await comm.receive_from()
-    assert f'id="result-{result_pk}"' in rows and 'aria-valuenow="100"' in live
-    await get_channel_layer().group_send(run_group(run.pk), {"type": "case.finished", "result": result_pk})
+    assert f'id="result-{result.pk}"' in rows and 'aria-valuenow="100"' in live
+    # As when the case finished while the page was connecting: in the snapshot, and then pushed.
+    await sync_to_async(broadcast.case_finished)(result=result)
     assert await comm.receive_nothing(timeout=0.3)
     await comm.disconnect()
+
+
+async def test_each_change_is_rendered_once_whatever_the_number_of_viewers(monkeypatch):
+    run = await queued_run(["greeting"])
+    viewers = [await connect(run.pk) for _ in range(2)]
+    for comm in viewers:
+        await comm.receive_from(), await comm.receive_from()  # the snapshot
+    rendered = []
+    real_render = broadcast.render_to_string
+
+    def counting_render(template_name, context):
+        rendered.append(template_name)
+        return real_render(template_name, context)
+
+    monkeypatch.setattr(broadcast, "render_to_string", counting_render)
+    await engine.execute_run(run.pk, worker="test")
+    # Claimed, the case's row and progress, finished: four frames each, from four renders in all.
+    for comm in viewers:
+        frames = [await comm.receive_from(timeout=5) for _ in range(4)]
+        assert sum(f.startswith('<tbody hx-swap-oob="beforeend:#case-results">') for f in frames) == 1
+        assert "completed" in frames[-1]
+        assert await comm.receive_nothing(timeout=0.1)
+        await comm.disconnect()
+    assert sorted(rendered) == ["eval_app/partials/case_pushed.html"] + ["eval_app/partials/run_live.html"] * 3
 
 
 async def test_it_refuses_an_unknown_run_and_anonymous_users_when_login_is_required(settings):

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from eval_app import engine, metrics, services
+from eval_app import engine, metrics, progress, services, worker
 from eval_app.evalset_files import default_specs, parse_eval_set_file
 from eval_app.metrics import MetricSpec
 from eval_app.models import EvalCaseResult, EvalInvocationResult, EvalRun
@@ -16,6 +18,7 @@ from sessions_app.models import Session, StateChange
 
 from .conftest import AGENT, DEMO_FILE
 
+# The engine stores results from asgiref's worker thread, on its own connection: only commits are seen there.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("async_db_threads")]
 WORKER = "test-worker"
 
@@ -132,27 +135,28 @@ async def test_an_interrupted_run_resumes_without_rerunning_or_duplicating(monke
     eval_set = await import_demo()
     run = await create_run(eval_set)
     finished_two = asyncio.Event()
-    real_store = services.eval_case_result_store
+    loop = asyncio.get_running_loop()
+    real_store = progress.eval_case_result_store
 
-    def store_then_maybe_signal(**kwargs):
+    def store_then_maybe_signal(**kwargs):  # runs in a worker thread
         result = real_store(**kwargs)
         if EvalCaseResult.objects.filter(run_id=kwargs["run_pk"]).count() >= 2:
-            finished_two.set()
+            loop.call_soon_threadsafe(finished_two.set)
         return result
 
-    monkeypatch.setattr(services, "eval_case_result_store", store_then_maybe_signal)
+    monkeypatch.setattr(progress, "eval_case_result_store", store_then_maybe_signal)
     # The "server" dies after two cases: its task is killed mid-run, nothing is finished.
     task = asyncio.create_task(engine.execute_run(run.pk, worker="dead-worker"))
     await asyncio.wait_for(finished_two.wait(), 30)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    monkeypatch.setattr(services, "eval_case_result_store", real_store)
+    monkeypatch.setattr(progress, "eval_case_result_store", real_store)
     before = {r.eval_id: r.pk for r in await results_of(run)}
     assert (await reload(run)).status == "running" and 2 <= len(before) < 5
 
     # No worker owns it once its heartbeat is stale: the reaper marks it interrupted.
     await EvalRun.objects.filter(pk=run.pk).aupdate(heartbeat_at=timezone.now() - timedelta(minutes=1))
-    assert await sync_to_async(services.eval_runs_mark_interrupted)() == 1
+    assert await sync_to_async(progress.eval_runs_mark_interrupted)() == 1
     run = await reload(run)
     assert run.status == "interrupted" and run.can_resume
 
@@ -170,8 +174,8 @@ async def test_a_stored_result_is_never_stored_twice():
     run = await create_run(eval_set, eval_ids=["greeting"])
     await engine.execute_run(run.pk, worker=WORKER)
     [result] = await results_of(run)
-    duplicate = services.CaseOutcome(case_pk=None, eval_id="greeting", repeat=0, position=0, status="failed", case_data={})
-    assert await sync_to_async(services.eval_case_result_store)(run_pk=run.pk, outcome=duplicate) is None
+    duplicate = progress.CaseOutcome(case_pk=None, eval_id="greeting", repeat=0, position=0, status="failed", case_data={})
+    assert await sync_to_async(progress.eval_case_result_store)(run_pk=run.pk, outcome=duplicate) is None
     run = await reload(run)
     assert (run.done, run.passed, run.failed) == (1, 1, 0)
 
@@ -181,19 +185,24 @@ async def test_the_stop_button_cancels_the_cases_still_running(monkeypatch):
     run = await create_run(eval_set, concurrency=1)
     monkeypatch.setattr(engine, "HEARTBEAT_EVERY", 0.05)
     real_run_case = engine.run_case
+    calls, second_started = 0, asyncio.Event()
 
-    async def slow_run_case(*args, **kwargs):
-        outcome = await real_run_case(*args, **kwargs)
-        await asyncio.sleep(0.3)
-        return outcome
+    async def first_runs_then_hang(*args, **kwargs):
+        # One case at a time: when the second starts, the first is stored.
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return await real_run_case(*args, **kwargs)
+        second_started.set()
+        await asyncio.Event().wait()  # until the stop cancels it
 
-    monkeypatch.setattr(engine, "run_case", slow_run_case)
+    monkeypatch.setattr(engine, "run_case", first_runs_then_hang)
     task = asyncio.create_task(engine.execute_run(run.pk, worker=WORKER))
-    await asyncio.sleep(0.5)
+    await asyncio.wait_for(second_started.wait(), 30)
     await sync_to_async(services.eval_run_stop)(run=await reload(run))
     await asyncio.wait_for(task, 10)
     run = await reload(run)
-    assert run.status == "stopped" and 0 < run.done < 5
+    assert (run.status, run.done) == ("stopped", 1)
     assert run.can_resume
 
 
@@ -212,11 +221,6 @@ async def test_a_queued_run_stops_at_once_and_an_unknown_agent_fails_the_run():
 
 
 async def test_a_restart_on_this_machine_is_noticed_without_waiting_for_the_heartbeat():
-    import os
-    import socket
-
-    from eval_app import worker
-
     eval_set = await import_demo()
     host = socket.gethostname()
     owners = {

@@ -16,6 +16,7 @@ from sessions_app.models import Session
 
 from .conftest import AGENT
 
+# Every test runs the engine, in asgiref's worker thread on its own connection: it sees only commits.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("async_db_threads")]
 
 

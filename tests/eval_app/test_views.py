@@ -8,7 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from eval_app import services
-from eval_app.evalset_files import default_specs, parse_eval_set_file
+from eval_app.evalset_files import default_specs, parse_eval_set_file, specs_from_stored
+from eval_app.metrics import MetricSpec
 from eval_app.models import EvalCase, EvalRun, EvalSet
 
 from .conftest import AGENT, DEMO_DIR, DEMO_FILE
@@ -74,8 +75,19 @@ def test_the_run_form_queues_a_run_of_the_selected_cases(client, demo_set):
         {"metric_name": "tool_trajectory_avg_score", "threshold": 0.5, "match_type": "ANY_ORDER", "ignore_args": True},
         {"metric_name": "response_match_score", "threshold": 0.7},
     ]
+    demo_set.refresh_from_db()  # the form's choices are the set's defaults next time
+    assert [s.as_dict() for s in specs_from_stored(demo_set.criteria)] == run.metrics
     page = client.get(response.url).content.decode()
     assert 'ws-connect="/ws/evals/runs/%d/"' % run.pk in page and 'aria-valuenow="0"' in page
+
+
+def test_a_refused_run_leaves_the_sets_criteria_alone(demo_set):
+    before = demo_set.criteria
+    with pytest.raises(services.EvalError):
+        services.eval_run_create(eval_set=demo_set, app_name=AGENT, specs=[MetricSpec("response_match_score", 0.1)],
+                                 eval_ids=["no_such_case"], start=False, save_criteria=True)
+    demo_set.refresh_from_db()
+    assert demo_set.criteria == before and not EvalRun.objects.exists()
 
 
 def test_the_run_form_rejects_no_metric_and_bad_thresholds(client, demo_set):
