@@ -120,6 +120,11 @@ __all__ = [
 # said by the user, so neither may drive rule matching or the echo.
 _RELAYED_TURN_PREFIX = "For context:"
 _INSTRUCTION_MARKER = "<<<BEGIN_SYSTEM_INSTRUCTION>>>"
+# ADK's preload_memory puts the memories it found in a user-role content of
+# its own, right before the model call: context for the model, not a turn of
+# the user. Taken for the user's message, a memory mentioning a rule's word
+# would fire that rule again after every tool result, without end.
+_MEMORY_MARKER = "<PAST_CONVERSATIONS>"
 
 
 class Call(BaseModel):
@@ -268,7 +273,9 @@ def _is_user_message(content: types.Content) -> bool:
     if not text.strip():
         return False
     return not (
-        text.startswith(_RELAYED_TURN_PREFIX) or _INSTRUCTION_MARKER in text
+        text.startswith(_RELAYED_TURN_PREFIX)
+        or _INSTRUCTION_MARKER in text
+        or _MEMORY_MARKER in text
     )
 
 
