@@ -23,9 +23,12 @@ from google.adk.evaluation.local_eval_sets_manager import convert_eval_set_to_py
 from pydantic import ValidationError
 from pydantic.alias_generators import to_snake
 
+from access import limits
+
 from .metrics import DEFAULT_THRESHOLDS, SUPPORTED_METRICS, TRAJECTORY, MetricSpec
 
 MAX_PROBLEMS = 20
+MAX_YAML_NODES = 200_000  # values after alias expansion: a large real eval set is ~50 000
 FORMAT_EVALSET, FORMAT_YAML, FORMAT_LEGACY = "evalset", "yaml", "legacy"
 
 
@@ -90,22 +93,69 @@ def _text(content: bytes | str) -> str:
 
 def _load_json(filename: str, content: bytes | str) -> Any:
     try:
-        return json.loads(_text(content))
+        return limits.loads(_text(content), "(file)")
     except UnicodeDecodeError as exc:
         raise EvalSetFileError(filename, [f"(file): not UTF-8 text ({exc.reason})"]) from exc
     except json.JSONDecodeError as exc:
         raise EvalSetFileError(filename, [f"line {exc.lineno} column {exc.colno}: {exc.msg}"]) from exc
+    except limits.InputError as exc:
+        raise EvalSetFileError(filename, [str(exc)]) from exc
 
 
 def _load_yaml(filename: str, content: bytes | str) -> Any:
     try:
-        return yaml.safe_load(_text(content))
+        text = _text(content)
+        _check_yaml_size(filename, yaml.compose(text, Loader=yaml.SafeLoader))
+        data = yaml.safe_load(text)
+        limits.check_json_value(data, "(file)")
+        return data
     except UnicodeDecodeError as exc:
         raise EvalSetFileError(filename, [f"(file): not UTF-8 text ({exc.reason})"]) from exc
+    except limits.InputError as exc:
+        raise EvalSetFileError(filename, [str(exc)]) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "(file)"
         raise EvalSetFileError(filename, [f"{where}: {getattr(exc, 'problem', None) or exc}"]) from exc
+
+
+def _check_yaml_size(filename: str, root: yaml.Node | None) -> None:
+    """Refuse YAML whose aliases expand beyond MAX_YAML_NODES: a few hundred bytes
+    of nested anchors (a "billion laughs") would otherwise expand to gigabytes."""
+    sizes: dict[int, int] = {}
+    for node in _post_order(filename, root):
+        children = node.value if isinstance(node, yaml.SequenceNode) else (
+            [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else [])
+        sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+    total = sizes[id(root)] if root is not None else 0
+    if total > MAX_YAML_NODES:
+        raise EvalSetFileError(filename, [f"(file): its aliases expand to {total} values; at most {MAX_YAML_NODES} are taken."])
+
+
+def _post_order(filename: str, root: yaml.Node | None) -> list[yaml.Node]:
+    """Every distinct node once, children before parents (no recursion: depth is the attacker's)."""
+    order: list[yaml.Node] = []
+    done: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)] if root is not None else []
+    on_path: set[int] = set()
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            on_path.discard(id(node))
+            done.add(id(node))
+            order.append(node)
+            continue
+        if id(node) in done:
+            continue
+        if id(node) in on_path:
+            raise EvalSetFileError(filename, ["(file): an alias refers to a node that contains it."])
+        on_path.add(id(node))
+        stack.append((node, True))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, False) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend((child, False) for pair in node.value for child in pair)
+    return order
 
 
 def _check_unique_ids(filename: str, eval_set: AdkEvalSet) -> None:

@@ -12,6 +12,8 @@ from google.adk.evaluation.eval_case import IntermediateData, Invocation
 from google.genai import types
 from pydantic import ValidationError
 
+from access import limits
+
 from sessions_app.runtime import agent_names
 
 from . import metrics, selectors
@@ -204,9 +206,11 @@ TurnFormSet = forms.formset_factory(TurnForm, extra=0)
 
 def _json_field(text: str) -> Any:
     try:
-        return json.loads(text)
+        return limits.loads(text, "value")
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(f"Not valid JSON (line {exc.lineno} column {exc.colno}): {exc.msg}") from exc
+    except limits.InputError as exc:
+        raise forms.ValidationError(exc.message) from exc
 
 
 def case_initial(case: AdkEvalCase) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -31,7 +31,7 @@ def eval_run_claim(*, run_pk: int, worker: str) -> EvalRun | None:
         if not taken:
             return None
         EvalRun.objects.filter(pk=run_pk, started_at__isnull=True).update(started_at=now)
-        transaction.on_commit(lambda: broadcast.run_changed(run_pk=run_pk))
+        transaction.on_commit(lambda: broadcast.run_changed(run_pk=run_pk), robust=True)
     return EvalRun.objects.select_related("eval_set").get(pk=run_pk)
 
 
@@ -97,7 +97,7 @@ def eval_case_result_store(*, run_pk: int, outcome: CaseOutcome) -> EvalCaseResu
                 agent_seconds=F("agent_seconds") + outcome.agent_seconds,
                 heartbeat_at=timezone.now(),
             )
-            transaction.on_commit(lambda: broadcast.case_finished(result=result))
+            transaction.on_commit(lambda: broadcast.case_finished(result=result), robust=True)
     except IntegrityError:  # stored by an earlier attempt: a resume must not duplicate it
         return None
     return result
@@ -116,7 +116,7 @@ def eval_run_finish(*, run_pk: int, worker: str, stopped: bool = False, error: s
             status=status, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now(),
             elapsed_seconds=F("elapsed_seconds") + elapsed,
         )
-        transaction.on_commit(lambda: broadcast.run_changed(run_pk=run_pk))
+        transaction.on_commit(lambda: broadcast.run_changed(run_pk=run_pk), robust=True)
 
 
 def eval_runs_mark_interrupted(
@@ -141,5 +141,5 @@ def eval_runs_mark_interrupted(
             status=EvalRun.INTERRUPTED, finished_at=timezone.now()
         )
         for pk in pks:
-            transaction.on_commit(lambda pk=pk: broadcast.run_changed(run_pk=pk))
+            transaction.on_commit(lambda pk=pk: broadcast.run_changed(run_pk=pk), robust=True)
     return len(pks)

@@ -167,7 +167,8 @@ def eval_run_create(
     if save_criteria:
         EvalSet.objects.filter(pk=eval_set.pk).update(criteria=criteria_of(specs))
     if start:
-        transaction.on_commit(lambda: worker.submit(run.pk))
+        # Robust: a failed hand-over leaves the run queued for a worker (or the reaper), never a 500.
+        transaction.on_commit(lambda: worker.submit(run.pk), robust=True)
     return run
 
 
@@ -178,7 +179,7 @@ def eval_run_stop(*, run: EvalRun) -> None:
     EvalRun.objects.filter(pk=run.pk, status=EvalRun.QUEUED).update(
         status=EvalRun.STOPPED, stop_requested=True, finished_at=timezone.now()
     )
-    transaction.on_commit(lambda: broadcast.run_changed(run_pk=run.pk))
+    transaction.on_commit(lambda: broadcast.run_changed(run_pk=run.pk), robust=True)
 
 
 @transaction.atomic
@@ -189,6 +190,6 @@ def eval_run_resume(*, run: EvalRun, start: bool = True) -> None:
     )
     if not updated:
         raise EvalError(f"Run {run.pk} is {run.status}; only a stopped, interrupted or failed run can resume.")
-    transaction.on_commit(lambda: broadcast.run_changed(run_pk=run.pk))
+    transaction.on_commit(lambda: broadcast.run_changed(run_pk=run.pk), robust=True)
     if start:
-        transaction.on_commit(lambda: worker.submit(run.pk))
+        transaction.on_commit(lambda: worker.submit(run.pk), robust=True)

@@ -20,6 +20,7 @@ from google.adk.artifacts.base_artifact_service import ArtifactVersion
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from access import limits
 from sessions_app.session_service import DjangoSessionService
 
 from .artifact_service import DjangoArtifactService
@@ -215,6 +216,10 @@ class MemoryUpdateApi(_Api):
             body = UpdateMemoryRequest.model_validate_json(request._request.body or b"{}")
         except ValidationError:
             return _detail("Update memory request is invalid.", 400)
+        try:
+            limits.check_id(body.session_id, "sessionId")
+        except limits.InputError as exc:
+            return JsonResponse({exc.field: [exc.message]}, status=400)
         session = DjangoSessionService().get_session_sync(app_name=app_name, user_id=user_id, session_id=body.session_id)
         if session is None:
             return _detail("Session not found", 404)

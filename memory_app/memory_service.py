@@ -30,9 +30,16 @@ def adk_memory(row: MemoryEvent) -> MemoryEntry:
         content=types.Content.model_validate(row.content),
         author=row.author or None,
         # ADK's own format (local-time ISO 8601), unless add_memory gave one.
-        timestamp=row.timestamp_text or datetime.fromtimestamp(row.timestamp).isoformat(),
+        timestamp=row.timestamp_text or _iso(row.timestamp),
         custom_metadata=row.as_metadata(),
     )
+
+
+def _iso(timestamp: float) -> str:
+    try:
+        return datetime.fromtimestamp(timestamp).isoformat()
+    except (ValueError, OverflowError, OSError):  # stored before timestamps were checked
+        return str(timestamp)
 
 
 def _revision(session: Session) -> Optional[int]:

@@ -23,6 +23,8 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from access import limits
+
 from sessions_app import selectors as session_selectors
 from sessions_app.models import Session
 
@@ -84,7 +86,7 @@ def artifact_delete(*, key: ArtifactKey) -> bool:
         names = [n for n in artifact.versions.values_list("payload", flat=True) if n]
         artifact.delete()
         # Files go only once the rows are surely gone.
-        transaction.on_commit(lambda: _delete_files(names))
+        transaction.on_commit(lambda: _delete_files(names), robust=True)  # files left behind never fail the delete
     return True
 
 
@@ -132,9 +134,14 @@ def _part_without_payload(part: types.Part, kind: str) -> dict[str, Any]:
 
 def _json_metadata(metadata: Optional[Mapping[str, Any]]) -> dict[str, Any]:
     try:
-        return to_jsonable_python(dict(metadata or {}))
+        value = to_jsonable_python(dict(metadata or {}))
     except (PydanticSerializationError, TypeError, ValueError) as exc:
         raise InputValidationError(f"Artifact custom_metadata has no JSON form: {exc}") from exc
+    try:
+        limits.dumps(value, "customMetadata")  # storable on every database
+    except limits.InputError as exc:
+        raise InputValidationError(str(exc)) from exc
+    return value
 
 
 def _delete_files(names: Iterable[str]) -> None:

@@ -7,7 +7,8 @@ from . import views
 app_name = "runtime"
 urlpatterns = [
     path("", views.app_list, name="app_list"),
-    path("apps/<str:app_name>/", views.app_detail, name="app_detail"),
+    # Any stored app name, "/" included (DjangoSessionService takes any string, as ADK's services do).
+    path("apps/<path:app_name>/", views.app_detail, name="app_detail"),
     path("sessions/<int:pk>/", views.session_detail, name="session_detail"),
     path("sessions/<int:pk>/chat/", views.chat_send, name="chat_send"),
     path("sessions/<int:pk>/chat/stop/", views.chat_stop, name="chat_stop"),

@@ -4,7 +4,9 @@ Plain statements on Django's own connection (so they run inside the caller's
 `transaction.atomic()`), against the tables of `models.py`. Locking: on
 PostgreSQL the session row, then the app row, then the user row are taken
 `FOR UPDATE`, always in that order; on SQLite the transaction is `BEGIN
-IMMEDIATE` (see settings), which serialises writers anyway.
+IMMEDIATE` (see settings), which serialises writers anyway. Reads that must
+not miss a concurrent writer (the state mark, a stored event id) run only
+once the locks that writer would need are held.
 """
 from __future__ import annotations
 
@@ -82,6 +84,10 @@ class Statements:
 
     def newest_change_id(self) -> int:
         return self._one(f"SELECT MAX(id) FROM {_C}", ())[0] or 0
+
+    def event_seq(self, session_pk: int, event_id: str) -> int | None:
+        row = self._one(f"SELECT seq FROM {_E} WHERE session_id = %s AND event_id = %s", (session_pk, event_id))
+        return row[0] if row else None
 
     def newest_event_id(self, session_pk: int) -> str | None:
         row = self._one(f"SELECT event_id FROM {_E} WHERE session_id = %s ORDER BY seq DESC LIMIT 1", (session_pk,))

@@ -2,11 +2,14 @@
 
 Services call these functions from `transaction.on_commit`, so nothing is
 sent for a write that rolled back. A row is rendered once here, by the same
-partial as the page, and every viewer gets that HTML.
+partial as the page, and every viewer gets that HTML. A push that fails (the
+channel layer's Redis is down) is logged and dropped: it never fails the write
+that caused it, and viewers catch up from the database when they reconnect.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +20,8 @@ from google.adk.events import Event as AdkEvent
 
 from . import selectors, timeline
 from .models import Event, Session
+
+logger = logging.getLogger(__name__)
 
 
 def session_group(session_pk: int) -> str:
@@ -42,9 +47,19 @@ def stream_key(event_id: str) -> str:
 
 
 def send(group: str, message: dict[str, Any]) -> None:
+    """Push `message` to `group`; a failure of the channel layer is logged, not raised.
+
+    Also called outside any transaction (streamed partial events, a chat's run
+    ending), where a raised error would break the run that is being shown.
+    """
     layer = get_channel_layer()
-    if layer is not None and _has_listeners(layer, group):
+    if layer is None or not _has_listeners(layer, group):
+        return
+    try:
         async_to_sync(layer.group_send)(group, message)
+    except Exception:  # Redis down, refused or full: this push is lost, never the write
+        logger.warning("Live push of %r to %s failed; viewers catch up when they reconnect.",
+                       message.get("type"), group, exc_info=True)
 
 
 def listened(group: str) -> bool:

@@ -4,6 +4,9 @@ import json
 from typing import Any
 
 from django import forms
+from django.conf import settings
+
+from access import limits
 
 from .scopes import StateValueError, json_safe_state
 
@@ -14,11 +17,15 @@ def parse_state_json(raw: str | None, what: str) -> dict[str, Any]:
     if not raw:
         return {}
     try:
-        value = json.loads(raw)
+        value = limits.loads(raw, what)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from exc
+    except limits.InputError as exc:
+        raise forms.ValidationError(str(exc)) from exc
     if not isinstance(value, dict):
         raise forms.ValidationError(f'{what} must be a JSON object, like {{"key": "value"}}.')
+    if (size := limits.json_size(value)) > settings.ADKUI_MAX_STATE_BYTES:
+        raise forms.ValidationError(f"{what} may be at most {settings.ADKUI_MAX_STATE_BYTES} bytes of JSON; this is {size}.")
     try:
         json_safe_state(value)
     except StateValueError as exc:

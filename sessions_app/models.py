@@ -132,10 +132,14 @@ class Event(models.Model):
     objects = EventQuerySet.as_manager()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="unique_event_seq")]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="unique_event_seq"),
+            # As in ADK's SQL service: a retried append cannot store an event twice.
+            # Its index also serves lookups by ADK id (there is no separate one).
+            models.UniqueConstraint(fields=["session", "event_id"], name="unique_event_id"),
+        ]
         indexes = [
             models.Index(fields=["session", "invocation_id"], name="event_invocation"),
-            models.Index(fields=["session", "event_id"], name="event_adk_id"),
             models.Index(fields=["session", "timestamp"], name="event_timestamp"),
             models.Index(fields=["session", "rewind_before"], name="event_rewind"),
         ]

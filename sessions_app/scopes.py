@@ -1,7 +1,6 @@
 """State keys and their scopes: splitting a delta, merging the stored rows."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,15 +16,6 @@ class UnstorableValueError(ValueError):
 
 class StateValueError(UnstorableValueError):
     """A state value has no faithful JSON form, so it cannot be stored."""
-
-
-NUL_MESSAGE = "contains the character U+0000 (NUL), which PostgreSQL cannot store in JSON; remove it."
-
-
-def refuse_nul(what: str, json_text: str) -> None:
-    # Refused on every database alike, so a SQLite dev setup behaves as production.
-    if "\\u0000" in json_text:
-        raise UnstorableValueError(f"{what} {NUL_MESSAGE}")
 
 
 @dataclass
@@ -57,8 +47,6 @@ def json_safe(key: str, value: Any) -> Any:
             f"State key {key!r} has a value of type {type(value).__name__} with no JSON form; "
             "store plain data (str, number, bool, None, list, dict, datetime, pydantic model)."
         ) from exc
-    if "\x00" in key or "\\u0000" in json.dumps(safe):
-        raise StateValueError(f"State key {key!r} {NUL_MESSAGE}")
     return safe
 
 

@@ -293,11 +293,6 @@ def event_at(session: Session, seq: int | None) -> Event | None:
     return None if seq is None else Event.objects.filter(session=session, seq=seq).first()
 
 
-def event_seq(*, session: Session, event_id: str) -> int | None:
-    """The sequence number under which ADK event `event_id` is stored, if it is."""
-    return Event.objects.filter(session=session, event_id=event_id).values_list("seq", flat=True).first()
-
-
 def event_page(session: Session, *, after_seq: int = 0, limit: int | None = None) -> list[tuple[int, AdkEvent]]:
     """Up to `limit` events (all when None) after `after_seq`, oldest first, each with its sequence number."""
     rows = (

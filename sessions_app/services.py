@@ -1,11 +1,13 @@
 """Writes. Every event, from any path, is stored by `event_append`.
 
 Each service runs in one transaction and broadcasts on commit, so a viewer
-never sees an event that was rolled back.
+never sees an event that was rolled back. Broadcasts are registered `robust`:
+one that fails (Redis down) is logged, never raised, because the write has
+committed and its caller must get the database's answer; a viewer who missed
+it catches up when its websocket reconnects.
 """
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from dataclasses import dataclass
@@ -17,10 +19,12 @@ from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event as AdkEvent
 
+from access import limits
+
 from . import _append_sql, broadcast, selectors
 from .keys import SessionKey
 from .models import SCOPE_SESSION, App, AppState, Event, Session, StateChange, UserState
-from .scopes import ScopedDelta, json_safe_state, refuse_nul, split_delta
+from .scopes import ScopedDelta, json_safe_state, split_delta
 
 
 @dataclass(frozen=True)
@@ -44,10 +48,28 @@ STALE_MESSAGE = (
 
 
 def require_names(*, app_name: str, user_id: str) -> None:
-    if not isinstance(app_name, str) or not app_name.strip():
-        raise ValueError("app_name must be a non-empty string.")
-    if not isinstance(user_id, str) or not user_id.strip():
-        raise ValueError("user_id must be a non-empty string.")
+    limits.check_id(app_name, "app_name")
+    limits.check_id(user_id, "user_id")
+
+
+def _check_event(event: AdkEvent) -> None:
+    """What the event's indexed columns hold: a displayable time and ids that fit."""
+    limits.check_timestamp(event.timestamp)
+    limits.check_id(event.id, "id")
+    optional = {
+        "invocationId": event.invocation_id, "author": event.author,
+        "errorCode": None if event.error_code is None else str(event.error_code),
+        "actions.rewindBeforeInvocationId": event.actions.rewind_before_invocation_id,
+    }
+    for field, value in optional.items():
+        if value is not None:
+            limits.check_id(value, field, required=False)
+
+
+def _check_keys(delta: ScopedDelta, field: str) -> None:
+    for values in (delta.app, delta.user, delta.session):
+        for key in values:
+            limits.check_id(key, f"{field} key")
 
 
 def app_get_or_create(*, name: str) -> App:
@@ -60,7 +82,10 @@ def session_create(
 ) -> Session:
     require_names(app_name=app_name, user_id=user_id)
     session_id = (session_id or "").strip() or str(uuid.uuid4())
+    limits.check_id(session_id, "session_id")
     delta = split_delta(json_safe_state(state or {}))
+    limits.dumps(state or {}, "state")
+    _check_keys(delta, "state")
     now = time.time()
     try:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -68,17 +93,18 @@ def session_create(
             app = app_get_or_create(name=app_name)
             if Session.objects.filter(app=app, user_id=user_id, session_id=session_id).exists():
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
-            session = Session.objects.create(
-                app=app, user_id=user_id, session_id=session_id, state=delta.session, create_time=now,
-                update_time=now, state_mark=sql.newest_change_id(),
-            )
             # Scope rows exist from the start, so appends only ever update them.
             AppState.objects.get_or_create(app=app)
             UserState.objects.get_or_create(app=app, user_id=user_id)
-            locked = _append_sql.LockedSession(session.pk, app.pk, user_id, 0, now, {})
-            changes = _apply_delta(sql, locked, delta, now)
+            locked = _append_sql.LockedSession(0, app.pk, user_id, 0, now, {})
+            mark, changes = _apply_delta(sql, locked, delta, now)
+            session = Session.objects.create(
+                app=app, user_id=user_id, session_id=session_id, state=delta.session, create_time=now,
+                update_time=now, state_mark=mark,
+            )
+            locked.pk = session.pk  # the change rows name the session, which exists only now
             sql.insert_changes(locked, changes, event_pk=None, seq=0, timestamp=now)
-            transaction.on_commit(lambda: broadcast.session_created(session=session))
+            transaction.on_commit(lambda: broadcast.session_created(session=session), robust=True)
     except IntegrityError as exc:  # a concurrent create won the race for this id
         raise AlreadyExistsError(f"Session with id {session_id} already exists.") from exc
     return session
@@ -104,7 +130,7 @@ def session_delete(*, key: SessionKey) -> None:
         StateChange.objects.filter(session=session, scope=SCOPE_SESSION).delete()
         pk = session.pk
         session.delete()
-        transaction.on_commit(lambda: broadcast.session_deleted(session_pk=pk))
+        transaction.on_commit(lambda: broadcast.session_deleted(session_pk=pk), robust=True)
 
 
 def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None = None) -> Event:
@@ -115,12 +141,13 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
     This is the hot path of every agent run, so it speaks SQL (`_append_sql`)
     rather than building ORM queries: about ten times fewer Python calls.
     """
+    _check_event(event)
     safe_delta = json_safe_state(event.actions.state_delta or {})
     event.actions.state_delta = safe_delta
     data = event.model_dump(mode="json", exclude_none=True)
-    data_json = json.dumps(data)
-    refuse_nul("The event", data_json)
+    data_json = limits.dumps(data, "event")
     delta = split_delta(safe_delta)
+    _check_keys(delta, "stateDelta")
     with transaction.atomic(), connection.cursor() as cursor:
         sql = _append_sql.Statements(cursor)
         locked = sql.lock_session(key.app_name, key.user_id, key.session_id)
@@ -128,14 +155,16 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
             raise SessionNotFoundError(
                 f"Session {key.session_id!r} of user {key.user_id!r} in app {key.app_name!r} not found."
             )
+        # A retry of a stored event is refused before the stale check, which it
+        # would fail too: "already stored" is the answer its sender needs.
+        _refuse_stored(sql, locked, event.id)
         _check_fresh(sql, locked, seen)
         row = Event(session_id=locked.pk, seq=locked.revision + 1, data=data, **_event_columns(event))
-        row.state_mark = sql.newest_change_id()
-        changes = _apply_delta(sql, locked, delta, row.timestamp)
+        row.state_mark, changes = _apply_delta(sql, locked, delta, row.timestamp)
         row.pk = sql.insert_event(row, data_json)
         sql.insert_changes(locked, changes, event_pk=row.pk, seq=row.seq, timestamp=row.timestamp)
         sql.bump_session(locked.pk, row.seq, event.timestamp, locked.state if delta.session else None)
-        transaction.on_commit(lambda: broadcast.event_appended(event=row))
+        transaction.on_commit(lambda: broadcast.event_appended(event=row), robust=True)
     return row
 
 
@@ -144,6 +173,15 @@ def partial_event_show(*, key: SessionKey, event: AdkEvent) -> None:
     session = Session.objects.for_key(**key.__dict__).first()
     if session is not None:
         broadcast.partial_event(session=session, event=event)
+
+
+def _refuse_stored(sql: _append_sql.Statements, locked: _append_sql.LockedSession, event_id: str) -> None:
+    # Read under the session lock, so a copy that a concurrent request (a
+    # client's retry in flight) committed first is seen; the unique
+    # constraint on (session, event_id) backs this up.
+    seq = sql.event_seq(locked.pk, event_id)
+    if seq is not None:
+        raise AlreadyExistsError(f"Event {event_id!r} is already stored as #{seq}.")
 
 
 def _check_fresh(sql: _append_sql.Statements, locked: _append_sql.LockedSession, seen: SeenRevision | None) -> None:
@@ -174,21 +212,34 @@ def _event_columns(event: AdkEvent) -> dict[str, Any]:
 
 def _apply_delta(
     sql: _append_sql.Statements, locked: _append_sql.LockedSession, delta: ScopedDelta, now: float
-) -> list[_append_sql.Change]:
-    """Apply each scope's delta to its (locked) row and describe every key changed.
+) -> tuple[int, list[_append_sql.Change]]:
+    """Apply each scope's delta to its row; return the state mark and every key changed.
 
     The one way state changes, for an appended event and a new session's
     initial state alike. The session scope is applied to `locked.state`,
-    which the caller stores with the session row.
+    which the caller stores with the session row. The mark is what the
+    caller stores as `state_mark` (see `selectors.state_as_of`).
     """
+    shared = {scope: sql.lock_scope(scope, locked) for scope, values in delta.items()
+              if values and scope != SCOPE_SESSION}  # app, then user: the lock order
+    # The mark is read only now, holding the app and user rows this delta
+    # writes: every earlier writer of them has committed (so its changes are
+    # at or below the mark) and every later one waits for us (so its change ids
+    # come after ours). Read before these locks, the mark fell below a writer
+    # that committed while we waited, and state as of this event undid that
+    # writer's change and, with it, our own value of the same key. A scope the
+    # delta does not write is not locked: as of this event it shows a state
+    # it really had near our commit (its changes up to the mark, which its own
+    # row lock keeps in commit order).
+    mark = sql.newest_change_id()
     changes: list[_append_sql.Change] = []
     for scope, values in delta.items():
         if not values:
             continue
-        state = locked.state if scope == SCOPE_SESSION else sql.lock_scope(scope, locked)
+        state = locked.state if scope == SCOPE_SESSION else shared[scope]
         for k, new in values.items():
             changes.append(_append_sql.Change(scope, k, state.get(k), new, k in state))
             state[k] = new
         if scope != SCOPE_SESSION:
             sql.save_scope(scope, locked, state, now)
-    return changes
+    return mark, changes

@@ -20,4 +20,7 @@ def unixtime(value: float | None) -> datetime | None:
     """A stored float timestamp (ADK's form) as an aware datetime, for `|date`."""
     if value is None:
         return None
-    return datetime.fromtimestamp(float(value), tz=timezone.utc)
+    try:
+        return datetime.fromtimestamp(float(value), tz=timezone.utc)
+    except (TypeError, ValueError, OverflowError, OSError):  # a page must render any stored value
+        return None

@@ -19,15 +19,17 @@ from google.adk.sessions.session import Session as AdkSession
 from pydantic.alias_generators import to_camel
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException, NotFound, ValidationError
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from access.limits import InputError, TooLargeError
+from access.parsers import LimitedJSONParser
+
 from .. import runtime, selectors
+from ..keys import SessionKey
 from ..models import Session
 from ..scopes import UnstorableValueError
-from ..keys import SessionKey
 from ..session_service import DjangoSessionService
 
 
@@ -51,6 +53,10 @@ class BadRequest(APIException):
 
 def _api_exception(exc: Exception) -> Exception:
     """ADK's and our domain errors as the HTTP errors ADK's server answers with."""
+    if isinstance(exc, TooLargeError):
+        return PayloadTooLarge({exc.field: [exc.message]})
+    if isinstance(exc, InputError):
+        return ValidationError({exc.field: [exc.message]})
     if isinstance(exc, SessionNotFoundError):
         return NotFound(str(exc))
     if isinstance(exc, (AlreadyExistsError, StaleSessionError)):
@@ -63,7 +69,7 @@ def _api_exception(exc: Exception) -> Exception:
 class AdkApi(APIView):
     """Base of every API here: JSON in, domain errors mapped to HTTP errors."""
 
-    parser_classes = [JSONParser]
+    parser_classes = [LimitedJSONParser]
 
     def handle_exception(self, exc: Exception) -> Response:
         return super().handle_exception(_api_exception(exc))
@@ -88,6 +94,7 @@ class PayloadTooLarge(APIException):
 
 
 def _check_size(request: Request) -> None:
+    """The event body: present, and within ADKUI_MAX_EVENT_BYTES (counted, not taken from a header)."""
     limit = settings.ADKUI_MAX_EVENT_BYTES
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -95,6 +102,13 @@ def _check_size(request: Request) -> None:
         length = 0
     if length > limit:
         raise PayloadTooLarge(f"An event may be at most {limit} bytes of JSON; this one is {length}.")
+    require_body(request)
+
+
+def require_body(request: Request) -> None:
+    """A route whose body is the whole request refuses an empty one (DRF reads it as `{}`)."""
+    if not request.body.strip():
+        raise ValidationError({"body": ["A JSON body is required."]})
 
 
 M = TypeVar("M", bound=pydantic.BaseModel)

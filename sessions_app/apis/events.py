@@ -16,7 +16,6 @@ from ..models import Event
 from ..wire import adk_json
 from .base import (
     AdkApi,
-    Conflict,
     EVENTS_PAGE_MAX,
     _check_size,
     _require_session,
@@ -85,14 +84,14 @@ class EventCreateApi(AdkApi):
         _check_size(request)
         event = validate_adk(AdkEvent, request.data)
         key = SessionKey(app_name, user_id, session_id)
-        row = _require_session(key)
+        _require_session(key)
         if event.partial:
             return Response(_event_json(None, event), status=status.HTTP_200_OK)
-        stored = selectors.event_seq(session=row, event_id=event.id)
-        if stored is not None:
-            raise Conflict(f"Event {event.id!r} is already stored as #{stored}.")
         # event_append drops `temp:` keys, as ADK's services do. A foreign
         # writer has no session copy to be stale against: no revision check.
+        # An id already stored is refused there, under the session's lock
+        # (AlreadyExistsError, answered 409 by AdkApi): checked here, before
+        # the lock, a retry racing its first request was stored twice.
         appended = services.event_append(key=key, event=event)
         return Response(_event_json(appended.seq, event), status=status.HTTP_201_CREATED)
 

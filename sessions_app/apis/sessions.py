@@ -4,6 +4,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
@@ -16,6 +17,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from access.limits import json_size
 from adk_compat import CLIENT_FUNCTION_CALL_NAMES, mark_restored
 
 from .. import services
@@ -54,6 +56,14 @@ def _check_initial_events(events: list[AdkEvent]) -> None:
         raise ValidationError({"events": [f"Session initialization event {index} cannot include {claim}."]})
 
 
+def _capped_state(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """State (a new session's, or a delta) within ADKUI_MAX_STATE_BYTES of JSON."""
+    limit = settings.ADKUI_MAX_STATE_BYTES
+    if value and (size := json_size(value)) > limit:
+        raise ValidationError(f"State may be at most {limit} bytes of JSON; this is {size}.")
+    return value
+
+
 def _create_session(
     key: SessionKey, state: dict[str, Any] | None, events: list[AdkEvent]
 ) -> AdkSession:
@@ -88,6 +98,15 @@ class SessionCreateApi(AdkApi):
         events = serializers.ListField(child=AdkModelField(AdkEvent), required=False, allow_null=True)
         options = serializers.DictField(required=False, allow_null=True)
 
+        def validate_state(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
+            return _capped_state(value)
+
+        def validate_events(self, value: list[AdkEvent] | None) -> list[AdkEvent] | None:
+            limit = settings.ADKUI_MAX_INITIAL_EVENTS
+            if value and len(value) > limit:
+                raise ValidationError(f"A new session takes at most {limit} initial events; this one has {len(value)}.")
+            return value
+
         def validate_options(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
             if value:
                 raise ValidationError("Session options are not supported by the configured session service.")
@@ -113,6 +132,10 @@ class SessionCreateWithIdApi(AdkApi):
         state = request.data if request.data is not None else {}
         if not isinstance(state, dict):
             raise ValidationError({"state": ["Expected a JSON object of state keys."]})
+        try:
+            _capped_state(state)
+        except ValidationError as exc:
+            raise ValidationError({"state": exc.detail}) from exc
         return Response(adk_json(_create_session(SessionKey(app_name, user_id, session_id), state, [])))
 
 
@@ -127,6 +150,9 @@ class SessionUpdateApi(AdkApi):
     @extend_schema_serializer(component_name="UpdateSessionRequest")
     class InputSerializer(AdkBodySerializer):
         stateDelta = serializers.DictField(source="state_delta")
+
+        def validate_stateDelta(self, value: dict[str, Any]) -> dict[str, Any]:  # noqa: N802 (ADK's field name)
+            return _capped_state(value)
 
     @extend_schema(operation_id="session_update", tags=["sessions"], request=InputSerializer, responses={200: AdkSession})
     def patch(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:

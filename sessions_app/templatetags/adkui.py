@@ -48,19 +48,29 @@ def preview(value: Any, size: int = 120) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
+def utc_datetime(value: Any) -> datetime.datetime | None:
+    """A stored float timestamp as an aware datetime; None when it is no time a
+    datetime can hold (a value stored before it was checked must not break a page)."""
+    try:
+        return datetime.datetime.fromtimestamp(float(value), tz=datetime.timezone.utc)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
 @register.filter
 def unix_time(value: float | None) -> str:
     if value is None:
         return ""
-    when = datetime.datetime.fromtimestamp(value, tz=datetime.timezone.utc)
-    return when.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+    when = utc_datetime(value)
+    return when.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC" if when else f"{value!r} (not a valid time)"
 
 
 @register.filter
 def short_time(value: float | None) -> str:
     if value is None:
         return ""
-    return datetime.datetime.fromtimestamp(value, tz=datetime.timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    when = utc_datetime(value)
+    return when.strftime("%H:%M:%S.%f")[:-3] if when else "?"
 
 
 @register.filter
