@@ -8,9 +8,11 @@ channel layer shared by several worker processes.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -59,6 +61,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     # The house, top to bottom: each app imports only those below it.
     "runtime_app",
     "eval_app",
@@ -70,15 +74,20 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Every response gets the Content-Security-Policy (CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
+    "access.middleware.RefuseBadInput",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "access.auth.LoginRequiredUnlessLocalDev",
+    "access.auth.RoleRequiredUnlessLocalDev",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "adkui.urls"
@@ -123,13 +132,30 @@ DATABASES = {"default": _database(os.environ.get("DATABASE_URL"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL")
+
+
+def redis_channel_layer(url: str) -> dict:
+    """The channel layer on the Redis at `url` (tests call it for a Redis of their own)."""
+    # Each websocket consumer waits for its next message with a blocking
+    # BZPOPMIN of up to 5 s (channels_redis's RedisChannelLayer.brpop_timeout),
+    # and redis-py reads time out after 5 s unless told otherwise: the read
+    # gave up just as Redis answered "nothing yet", so every idle websocket was
+    # dropped, with an error logged, every 5-10 s. Reads get 10 s: the 5 s
+    # wait plus as much again for a slow network or a busy Redis, while a
+    # Redis that stops answering still fails a push (logged, never raised)
+    # within 10 s. Connecting gets 3 s: a healthy Redis answers in
+    # milliseconds, and each push to an unreachable one waits this long.
+    # Keepalive lets the kernel in time drop a pooled connection whose peer
+    # vanished without closing it (a dead host, a NAT that forgot it). No
+    # health-check PING: the pool already replaces a connection Redis closed
+    # when it hands it out, and the blocking read itself returns every 5 s.
+    host = {"address": url, "socket_timeout": 10, "socket_connect_timeout": 3, "socket_keepalive": True}
+    return {"BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [host], "capacity": 1500, "expiry": 30}}
+
+
 if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 30},
-        }
-    }
+    CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
@@ -155,19 +181,71 @@ MEDIA_ROOT = Path(os.environ.get("ADKUI_MEDIA_ROOT", BASE_DIR / "media"))
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": ["access.parsers.LimitedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "access.throttles.ThrottledTokenAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["access.auth.IsAuthenticatedUnlessLocalDev"],
+    # Roles (access/roles.py): GET needs view, POST/PUT/PATCH edit, DELETE delete.
+    "DEFAULT_PERMISSION_CLASSES": ["access.auth.HasRoleUnlessLocalDev"],
+    # Requests per client address (anonymous) or per user; wrong API tokens
+    # count against the anonymous rate. Off in local dev. An empty value turns
+    # a rate off. Counted in the default cache: per worker process.
+    "DEFAULT_THROTTLE_CLASSES": ["access.throttles.AnonRateUnlessLocalDev", "access.throttles.UserRateUnlessLocalDev"],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("ADKUI_THROTTLE_ANON", "60/min") or None,
+        "user": os.environ.get("ADKUI_THROTTLE_USER", "1200/min") or None,
+    },
+}
+
+# Logins: django-axes locks a username at one address out after
+# ADKUI_LOGIN_FAILURES wrong passwords, for ADKUI_LOGIN_COOLOFF_MINUTES (429).
+AUTHENTICATION_BACKENDS = [
+    "access.backends.LoginLockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("ADKUI_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("ADKUI_LOGIN_COOLOFF_MINUTES", 15))
+# By username and address together: a guesser elsewhere cannot lock a user out,
+# and many users behind one proxy address do not lock each other out.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# uvicorn --proxy-headers already puts the client's address in REMOTE_ADDR.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+
+# Content-Security-Policy (django-csp) on every response. No inline script or
+# style anywhere: behaviour lives in static/adkui/adkui.js, looks in the CSS
+# files. NONCE is only for the API docs page (drf-spectacular's Swagger UI
+# starts from an inline script); pages that do not ask for one get no nonce.
+# 'self' also covers this host's ws:/wss: (CSP level 3), so the live
+# websockets need no wider connect-src.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
 }
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 
+# What a client may send (access.limits): JSON nesting, state (a PATCH delta or
+# a new session's initial state) and initial events of a new session.
+ADKUI_MAX_JSON_DEPTH = envint("ADKUI_MAX_JSON_DEPTH", 100)
+ADKUI_MAX_STATE_BYTES = envint("ADKUI_MAX_STATE_BYTES", 1024 * 1024)
+ADKUI_MAX_INITIAL_EVENTS = envint("ADKUI_MAX_INITIAL_EVENTS", 500)
 # The largest event JSON the ingest API takes, and Django's own body limit.
 ADKUI_MAX_EVENT_BYTES = envint("ADKUI_MAX_EVENT_BYTES", 2 * 1024 * 1024)
-DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 12 * 1024 * 1024)
+# 16 MiB: a 10 MiB artifact arrives base64-encoded in JSON (~13.4 MiB).
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 16 * 1024 * 1024)
 
 if not DEBUG:
     # Production: HTTPS only (behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER).
@@ -195,6 +273,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The schema and its docs page are API routes like the others: viewers and up.
+    "SERVE_PERMISSIONS": ["access.auth.HasRoleUnlessLocalDev"],
 }
 
 # Artifacts and long-term memory (memory_app).

@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from access.roles import deletes
 from sessions_app.models import Session
 
 from . import selectors, services
@@ -36,6 +37,7 @@ def case_edit(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "eval_app/case_edit.html", {"case": case, "head": head, "turns": turns}, status=status)
 
 
+@deletes
 @require_POST
 def case_delete(request: HttpRequest, pk: int) -> HttpResponse:
     case = get_object_or_404(EvalCase, pk=pk)

@@ -6,11 +6,11 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from access.auth import websocket_allowed
+from access.auth import websocket_refusal
 
 from . import broadcast
 
-CLOSE_LOGIN_REQUIRED, CLOSE_NOT_FOUND = 4401, 4404  # as sessions_app's consumers
+CLOSE_NOT_FOUND = 4404  # as sessions_app's consumers
 
 
 class EvalRunConsumer(AsyncWebsocketConsumer):
@@ -21,8 +21,9 @@ class EvalRunConsumer(AsyncWebsocketConsumer):
     group = ""
 
     async def connect(self) -> None:
-        if not websocket_allowed(self.scope):
-            await self.close(code=CLOSE_LOGIN_REQUIRED)
+        refusal = await websocket_refusal(self.scope)  # 4401 not logged in, 4403 no role
+        if refusal is not None:
+            await self.close(code=refusal)
             return
         run_pk = int(self.scope["url_route"]["kwargs"]["pk"])
         # Joined before the snapshot is read: a case finishing in between is then

@@ -8,6 +8,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from access.roles import deletes
+
 from . import selectors, services, worker
 from .evalset_files import dump_eval_set_json, dump_eval_set_yaml, dump_test_config, specs_from_stored
 from .forms import ImportForm, RunForm, concurrency_setting
@@ -57,6 +59,7 @@ def eval_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return _eval_set_page(request, eval_set, RunForm(eval_set=eval_set))
 
 
+@deletes
 @require_POST
 def eval_set_delete(request: HttpRequest, pk: int) -> HttpResponse:
     eval_set = get_object_or_404(EvalSet, pk=pk)

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from google.adk.errors.input_validation_error import InputValidationError
 from google.genai import types
 
+from access.roles import deletes
 from sessions_app import selectors as session_selectors
 from sessions_app.models import Session
 
@@ -75,6 +76,7 @@ def artifact_upload(request: HttpRequest, pk: int) -> HttpResponse:
     return _artifacts(request, session, name=row.artifact.key, version=str(row.version), notice=notice)
 
 
+@deletes
 @require_POST
 def artifact_delete(request: HttpRequest, pk: int) -> HttpResponse:
     session = _session(pk)
@@ -200,6 +202,7 @@ def memory_add_session(request: HttpRequest, pk: int) -> HttpResponse:
     return _memory(request, session, query=request.POST.get("q", ""), notice=notice)
 
 
+@deletes
 @require_POST
 def memory_forget(request: HttpRequest, pk: int) -> HttpResponse:
     session = _session(pk)

@@ -14,12 +14,11 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from access.auth import websocket_allowed
+from access.auth import websocket_refusal
 
 from . import broadcast, selectors
 
 CLOSE_NOT_FOUND = 4404
-CLOSE_LOGIN_REQUIRED = 4401
 
 
 def _query(scope: dict[str, Any]) -> dict[str, str]:
@@ -29,10 +28,11 @@ def _query(scope: dict[str, Any]) -> dict[str, str]:
 
 class _PushConsumer(AsyncWebsocketConsumer):
     async def allowed(self) -> bool:
-        """Closes the socket (4401) for an anonymous user when login is required."""
-        if websocket_allowed(self.scope):
+        """Closes the socket for an anonymous user (4401) or one without a role (4403) when login is required."""
+        code = await websocket_refusal(self.scope)
+        if code is None:
             return True
-        await self.close(code=CLOSE_LOGIN_REQUIRED)
+        await self.close(code=code)
         return False
 
     async def dispatch(self, message: dict[str, Any]) -> None:

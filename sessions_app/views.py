@@ -10,6 +10,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.middleware import HtmxDetails
 
+from access.roles import deletes
+
 from . import selectors, services, timeline
 from .keys import SessionKey
 from .models import Session
@@ -56,6 +58,7 @@ def key_history(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                   {"session": session, "key": full_key, "scope": scope, "changes": changes})
 
 
+@deletes
 @require_http_methods(["GET", "POST"])
 def session_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)

@@ -1,6 +1,57 @@
-/* adkui: the few behaviours htmx attributes do not cover. No build step. */
+/* adkui: the few behaviours htmx attributes do not cover. No build step.
+   The Content-Security-Policy allows no inline script, on*="" handler, style=""
+   or eval (so no hx-on, and no hx-trigger filter), so what templates used to
+   say inline is said here, by data attributes:
+   data-row-click (a row triggers "row-click" for its hx-trigger, unless a link
+   or control inside it was clicked), data-close="selector, ..." (removes the
+   nearest ancestor matching the first selector that matches), data-confirm="..."
+   (a plain form asks first), data-autosubmit (a select submits its form). */
 (function () {
   "use strict";
+
+  const INTERACTIVE = "a,button,summary,input,select,textarea,pre";
+
+  document.addEventListener("click", function (e) {
+    const row = e.target.closest("[data-row-click]");
+    const inner = e.target.closest(INTERACTIVE);
+    if (row && !(inner && row.contains(inner)) && window.htmx) htmx.trigger(row, "row-click");
+  });
+
+  document.addEventListener("click", function (e) {
+    const closer = e.target.closest("[data-close]");
+    if (!closer) return;
+    const selectors = closer.dataset.close.split(",");
+    for (let i = 0; i < selectors.length; i++) {
+      const box = closer.closest(selectors[i].trim());
+      if (box) { box.remove(); return; }
+    }
+  });
+
+  document.addEventListener("submit", function (e) {
+    const message = e.target.dataset && e.target.dataset.confirm;
+    if (message && !window.confirm(message)) e.preventDefault();
+  });
+
+  document.addEventListener("change", function (e) {
+    if (e.target.matches("select[data-autosubmit]") && e.target.form) e.target.form.requestSubmit();
+  });
+
+  // A refused htmx request (403: the user's role does not allow it) would
+  // otherwise do nothing visible.
+  document.addEventListener("htmx:responseError", function (e) {
+    if (e.detail.xhr.status !== 403) return;
+    const main = document.getElementById("main");
+    if (!main) return;
+    let note = document.getElementById("refused");
+    if (!note) {
+      note = document.createElement("p");
+      note.id = "refused";
+      note.className = "card is-error";
+      note.setAttribute("role", "alert");
+      main.prepend(note);
+    }
+    note.textContent = "Not allowed: your role does not allow this.";
+  });
 
   // The newest event this page holds: a reconnecting websocket resumes after it.
   function lastSeq() {

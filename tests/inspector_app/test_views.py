@@ -12,7 +12,7 @@ from inspector_app import views
 from inspector_app.models import ModelCall, ToolCall
 from sessions_app.models import Event, Session
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
 HTMX = {"HTTP_HX_REQUEST": "true"}
 EVIL_NAME = '<img src=x onerror="alert(1)">'
 
@@ -87,7 +87,7 @@ def test_the_trace_nests_calls_and_a_returned_error(client, recorded):
     assert html.strip().startswith('<section id="trace"')
     order = [html.index(s) for s in ('data-kind="agent"', 'data-kind="model"', 'data-kind="tool"')]
     assert order == sorted(order)
-    assert 'style="padding-left: 2.4em"' in html  # agent > model > tool
+    assert 'width="2.4em"' in html  # agent > model > tool (an SVG indent: the CSP allows no inline style)
     assert "1 tool call" in html and "1 error" in html
 
 

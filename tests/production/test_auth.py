@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from rest_framework.authtoken.models import Token
 
 from adkui.asgi import application
 from sessions_app.models import Event as EventRow
 from sessions_app.models import Session as SessionRow
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -27,7 +27,11 @@ def production(settings):
 
 @pytest.fixture
 def ann() -> User:
-    return User.objects.create_user("ann", password="correct horse battery staple")
+    """A logged-in editor (a user with no role sees nothing: tests/access)."""
+    user = User.objects.create_user("ann", password="correct horse battery staple")
+    # Permissions, not the group: a transactional test's flush removes groups, and Django recreates permissions.
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="access", codename__in=["view", "edit"]))
+    return user
 
 
 @pytest.fixture
@@ -76,6 +80,7 @@ async def test_websockets_need_a_logged_in_user(production, adk_session):
     assert not connected and code == 4401
 
 
+@pytest.mark.django_db(transaction=True)  # channels closes old connections on this thread: not a held transaction
 def test_websockets_accept_a_logged_in_session(client, production, ann, adk_session):
     from asgiref.sync import async_to_sync
 
