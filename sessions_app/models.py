@@ -59,7 +59,16 @@ class UserState(models.Model):
 
 class SessionQuerySet(models.QuerySet["Session"]):
     def for_key(self, *, app_name: str, user_id: str, session_id: str) -> SessionQuerySet:
-        return self.filter(app__name=app_name, user_id=user_id, session_id=session_id)
+        """The session ADK means by this id. As ADK's own services do, a padded id
+        (`"order-42\\n"`) finds the session stored under it exactly if there is
+        one (a database ADK's SQL service wrote keeps padded ids), else the one
+        under its stripped form, which is how `session_create` stores it."""
+        found = self.filter(app__name=app_name, user_id=user_id)
+        stripped = session_id.strip()
+        if stripped == session_id:
+            return found.filter(session_id=session_id)
+        exact_first = models.Case(models.When(session_id=session_id, then=0), default=1)
+        return found.filter(session_id__in=[session_id, stripped]).order_by(exact_first)
 
 
 class Session(models.Model):

@@ -13,6 +13,7 @@ from google.adk.sessions import Session as AdkSession
 
 from adk_compat import compute_state_delta_for_rewind
 
+from .keys import SessionKey
 from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
 from .scopes import merge_state, split_key
 
@@ -75,6 +76,14 @@ def session_find(*, app_name: str, user_id: str, session_id: str) -> Session | N
         .for_key(app_name=app_name, user_id=user_id, session_id=session_id)
         .first()
     )
+
+
+def stored_session_id(key: SessionKey) -> str:
+    """The id the session `key` names is stored under (see `SessionQuerySet.for_key`)."""
+    if key.session_id == key.session_id.strip():
+        return key.session_id
+    stored = Session.objects.for_key(**key.__dict__).values_list("session_id", flat=True).first()
+    return key.session_id.strip() if stored is None else stored
 
 
 def app_state_of(app: App) -> dict[str, Any]:

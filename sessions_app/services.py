@@ -150,7 +150,7 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
     _check_keys(delta, "stateDelta")
     with transaction.atomic(), connection.cursor() as cursor:
         sql = _append_sql.Statements(cursor)
-        locked = sql.lock_session(key.app_name, key.user_id, key.session_id)
+        locked = sql.lock_session(key.app_name, key.user_id, selectors.stored_session_id(key))
         if locked is None:
             raise SessionNotFoundError(
                 f"Session {key.session_id!r} of user {key.user_id!r} in app {key.app_name!r} not found."
