@@ -7,6 +7,9 @@ from . import views
 app_name = "runtime"
 urlpatterns = [
     path("", views.app_list, name="app_list"),
+    path("imports/local/", views.local_stores, name="local_stores"),
+    path("imports/local/start/", views.local_import_start, name="local_import_start"),
+    path("imports/local/stop/", views.local_import_stop, name="local_import_stop"),
     # Any stored app name, "/" included (DjangoSessionService takes any string, as ADK's services do).
     path("apps/<path:app_name>/", views.app_detail, name="app_detail"),
     path("sessions/<int:pk>/", views.session_detail, name="session_detail"),

@@ -28,7 +28,8 @@ from sessions_app.forms import SessionCreateForm
 from sessions_app.models import App, Event, Session
 from sessions_app.views import HtmxHttpRequest
 
-from . import agents, runs
+from . import agents, local_imports, runs
+from .adk_import import ImportSourceError
 from . import services as runtime_services
 from .chat import chat_context
 from .forms import ChatForm
@@ -43,7 +44,34 @@ def app_list(request: HtmxHttpRequest) -> HttpResponse:
     counts = selectors.session_counts()
     rows = [{"name": n, "app": stored.get(n), "sessions": counts.get(n, 0), "is_agent": n in agents.agent_names()}
             for n in names]
-    return render(request, "runtime_app/app_list.html", {"rows": rows})
+    return render(request, "runtime_app/app_list.html", {"rows": rows} | _local_stores_context())
+
+
+@require_GET
+def local_stores(request: HtmxHttpRequest) -> HttpResponse:
+    """The `adk web` stores of the agents folder and their imports (polled while one runs)."""
+    return render(request, "runtime_app/partials/local_stores.html", _local_stores_context())
+
+
+@require_POST
+def local_import_start(request: HtmxHttpRequest) -> HttpResponse:
+    try:
+        local_imports.import_start(app_name=request.POST.get("app", ""), follow=request.POST.get("follow") == "1")
+    except ImportSourceError as exc:
+        return render(request, "runtime_app/partials/local_stores.html", _local_stores_context(str(exc)), status=400)
+    return render(request, "runtime_app/partials/local_stores.html", _local_stores_context())
+
+
+@require_POST
+def local_import_stop(request: HtmxHttpRequest) -> HttpResponse:
+    local_imports.import_stop(app_name=request.POST.get("app", ""))
+    return render(request, "runtime_app/partials/local_stores.html", _local_stores_context())
+
+
+def _local_stores_context(error: str = "") -> dict:
+    jobs = local_imports.jobs()
+    rows = [{"store": store, "job": jobs.get(store.app_name)} for store in local_imports.local_stores()]
+    return {"stores": rows, "error": error, "busy": any(r["job"] and not r["job"].done for r in rows)}
 
 
 @require_http_methods(["GET", "POST"])

@@ -89,6 +89,12 @@ class Session(models.Model):
     # The newest StateChange id before this session's initial state was written
     # (see Event.state_mark): the "as of creation" point for time travel.
     state_mark = models.BigIntegerField(default=0)
+    # Set by `manage.py import_adk`: where the session came from (its initial
+    # state is then reconstructed, not written by a client), and the keys whose
+    # stored value the source's events do not explain (a writer bypassed
+    # append_event); the source's value was kept for them.
+    imported_from = models.CharField(max_length=1000, blank=True, default="")
+    import_conflicts = models.JSONField(default=list, blank=True)
 
     objects = SessionQuerySet.as_manager()
 

@@ -366,3 +366,8 @@ def seq_range_between(session: Session, start: float, end: float, *, before_seq:
         session=session, timestamp__gte=start, timestamp__lte=end, seq__lt=before_seq
     ).aggregate(first=Min("seq"), last=Max("seq"))
     return None if covered["first"] is None else (covered["first"], covered["last"])
+
+
+def event_ids(session: Session) -> set[str]:
+    """The ADK event ids stored in the session."""
+    return set(Event.objects.filter(session=session).values_list("event_id", flat=True))

@@ -78,7 +78,8 @@ def app_get_or_create(*, name: str) -> App:
 
 
 def session_create(
-    *, app_name: str, user_id: str, session_id: str | None = None, state: dict[str, Any] | None = None
+    *, app_name: str, user_id: str, session_id: str | None = None, state: dict[str, Any] | None = None,
+    imported_from: str = "",
 ) -> Session:
     require_names(app_name=app_name, user_id=user_id)
     session_id = (session_id or "").strip() or str(uuid.uuid4())
@@ -100,7 +101,7 @@ def session_create(
             mark, changes = _apply_delta(sql, locked, delta, now)
             session = Session.objects.create(
                 app=app, user_id=user_id, session_id=session_id, state=delta.session, create_time=now,
-                update_time=now, state_mark=mark,
+                update_time=now, state_mark=mark, imported_from=imported_from,
             )
             locked.pk = session.pk  # the change rows name the session, which exists only now
             sql.insert_changes(locked, changes, event_pk=None, seq=0, timestamp=now)
@@ -108,6 +109,35 @@ def session_create(
     except IntegrityError as exc:  # a concurrent create won the race for this id
         raise AlreadyExistsError(f"Session with id {session_id} already exists.") from exc
     return session
+
+
+def session_state_correct(*, key: SessionKey, values: dict[str, Any]) -> list[str]:
+    """Set state keys (any scope) to `values` without an event; return the keys changed.
+
+    For an import keeping what its source holds where the source's own events
+    do not explain it (a writer that bypassed append_event). Applied as every
+    change is (`_apply_delta`), recorded under the session's newest event
+    number with no event of its own, and the keys are kept in the session's
+    `import_conflicts` so its page can say so.
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql = _append_sql.Statements(cursor)
+        locked = sql.lock_session(key.app_name, key.user_id, selectors.stored_session_id(key))
+        if locked is None:
+            raise SessionNotFoundError(f"Session {key.session_id!r} not found.")
+        row = Session.objects.select_related("app").get(pk=locked.pk)
+        ours = selectors.session_merged_state(row)
+        differ = {k: v for k, v in json_safe_state(values).items() if k not in ours or ours[k] != v}
+        if not differ:
+            return []
+        delta = split_delta(differ)
+        _check_keys(delta, "state")
+        limits.dumps(differ, "state")
+        _, changes = _apply_delta(sql, locked, delta, locked.update_time)
+        sql.insert_changes(locked, changes, event_pk=None, seq=locked.revision, timestamp=locked.update_time)
+        sql.bump_session(locked.pk, locked.revision, locked.update_time, locked.state if delta.session else None)
+        Session.objects.filter(pk=locked.pk).update(import_conflicts=sorted({*row.import_conflicts, *differ}))
+    return sorted(differ)
 
 
 def session_fork(*, session: Session, seq: int) -> Session:

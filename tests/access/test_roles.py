@@ -35,6 +35,9 @@ RULES: dict[str, dict[str, str]] = {
     "^api/(?P<rest>.*)$": {G: VIEW, P: EDIT, "PUT": EDIT, "PATCH": EDIT, "DELETE": DELETE},
     # pages
     "runtime:app_list": {G: VIEW},
+    "runtime:local_stores": {G: VIEW},
+    "runtime:local_import_start": {P: EDIT},
+    "runtime:local_import_stop": {P: EDIT},
     "runtime:app_detail": {G: VIEW, P: EDIT},
     "runtime:session_detail": {G: VIEW},
     "runtime:chat_send": {P: EDIT},
@@ -198,6 +201,9 @@ PROBES: dict[tuple[str, str], Probe] = {
         f"/sessions/{MISSING if missing else w.pk}/rewind/apply/", {"invocation_id": w.invocation_id})),
     ("runtime:session_fork", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/fork/", {"seq": 1})),
     ("runtime:session_reset", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/reset/", {})),
+    # No agent has an `adk web` store here: an allowed start is answered 400, an allowed stop does nothing.
+    ("runtime:local_import_start", P): Probe(lambda w, missing: ("/imports/local/start/", {"app": w.app})),
+    ("runtime:local_import_stop", P): Probe(lambda w, missing: ("/imports/local/stop/", {"app": w.app})),
     ("sessions_app:session_delete", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/delete/", {})),
     ("eval_app:eval_set_list", P): Probe(lambda w, missing: (
         "/evals/", {} if missing else {"file": SimpleUploadedFile(DEMO_EVALSET.name, DEMO_EVALSET.read_bytes()),
