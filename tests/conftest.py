@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,45 @@ CHROMIUM = os.environ.get("ADKUI_CHROMIUM", shutil.which("chromium") or "/usr/bi
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
 RESULTS = Path(__file__).resolve().parent.parent / "test-results"
+
+
+def wait_until(predicate: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.01,
+               ignore: type[BaseException] | tuple[type[BaseException], ...] = (), message: str = "") -> Any:
+    """Call `predicate` until it returns something truthy, and return that; fail
+    after `timeout` seconds. Exceptions of the `ignore` types count as "not yet"."""
+    deadline = time.monotonic() + timeout
+    while True:
+        error: BaseException | None = None
+        try:
+            result = predicate()
+        except ignore as exc:
+            result, error = None, exc
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(message or f"timed out after {timeout}s waiting for {predicate!r}") from error
+        time.sleep(interval)
+
+
+async def async_wait_until(predicate: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.01,
+                           ignore: type[BaseException] | tuple[type[BaseException], ...] = (),
+                           message: str = "") -> Any:
+    """`wait_until` for async tests: `predicate` may be sync or return an awaitable,
+    and the loop keeps running while it waits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        error: BaseException | None = None
+        try:
+            result = predicate()
+            if inspect.isawaitable(result):
+                result = await result
+        except ignore as exc:
+            result, error = None, exc
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(message or f"timed out after {timeout}s waiting for {predicate!r}") from error
+        await asyncio.sleep(interval)
 
 
 def close_worker_connections() -> None:
@@ -39,6 +80,16 @@ def django_db_modify_db_settings(
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3":
         database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.getbasetemp() / "adkui-test.sqlite3")
+
+
+@pytest.fixture
+def on_commit_callbacks(django_capture_on_commit_callbacks: Any) -> Iterator[list[Callable[[], Any]]]:
+    """For a test in a rolled-back transaction (`django_db` without
+    transaction=True): the `transaction.on_commit` callbacks its writes
+    registered still run, at the end of the test, as a commit would run them.
+    A test that must see their effect sooner needs transaction=True."""
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        yield callbacks
 
 
 @pytest.fixture
@@ -66,8 +117,10 @@ class LiveServer:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
-        while not self.server.started:
-            threading.Event().wait(0.02)
+        wait_until(lambda: self.server.started or not self.thread.is_alive(), timeout=30,
+                   message="the uvicorn test server did not start")
+        if not self.server.started:
+            raise RuntimeError("the uvicorn test server stopped before it started serving")
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -97,11 +150,16 @@ def live_server(django_db_setup: None) -> Iterator[LiveServer]:
     server.stop()
 
 
+_playwright_started = False  # in this process: each xdist worker is a process of its own
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
+    global _playwright_started
     assert Path(CHROMIUM).exists(), f"Browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium)."
+    _playwright_started = True
     # Playwright's sync API keeps an event loop on this thread, so Django would
     # take every ORM call of the test for one made from async code.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -140,4 +198,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Playwright's sync API keeps an event loop on the main thread for the rest
     # of the run once the browser starts, which async tests cannot share: run
     # the browser tests last.
+    # Under xdist each worker is such a process: `--dist load` (the default
+    # with -n) and `loadgroup` hand each worker its tests in this order.
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _playwright_started and item.get_closest_marker("browser") is None:
+        pytest.fail("A non-browser test was scheduled after this process started Playwright, whose event loop "
+                    "breaks async code: run browser tests last (with xdist: --dist load or loadgroup, "
+                    "not worksteal).", pytrace=False)

@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 from inspector_app.models import ModelCall
 from runtime_app.demo import DEMO_SESSION, load_demo
 from sessions_app.models import Session as SessionRow
-from tests.conftest import close_worker_connections
+from tests.conftest import close_worker_connections, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -62,7 +62,8 @@ def demo(live_server: Any) -> int:
 
 
 def settled(page: Any) -> None:
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+    # A function, not an expression: Playwright polls an expression with eval, which the policy forbids.
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
 
 
 def test_the_listener_catches_a_violation(watched, live_server, demo):
@@ -123,7 +124,10 @@ def test_the_pages_work_with_no_violation(watched, live_server, demo):
     page.wait_for_url(re.compile(r"/evals/runs/\d+/$"))
     page.wait_for_function(
         "() => document.querySelector('#run-progress .progress').getAttribute('aria-valuenow') === '100'", timeout=60_000)
-    assert page.locator("#run-progress rect").bounding_box()["width"] > 0
+    # The last progress broadcasts may still swap #run-progress, and a rect caught mid-swap has no box.
+    bar = page.locator("#run-progress rect")
+    wait_until(lambda: (bar.bounding_box() or {}).get("width", 0) > 0, timeout=10,
+               message="the progress bar stayed empty")
     page.go_back()
     page.reload()
     expect(page.locator("figure.trend .legend svg").first).to_be_visible()

@@ -106,6 +106,8 @@ def test_hostile_agent_text_renders_inert(page, live_server, session):
 def test_new_sessions_appear_in_the_browser_live(page, live_server, session):
     page.goto(f"{live_server.url}/apps/{APP}/")
     expect(page.locator("#session-rows")).to_contain_text("b-1")
-    page.wait_for_function("document.querySelector('.session-list')['htmx-internal-data'].webSocket.socket.readyState === 1")
+    # A function, not an expression: Playwright polls an expression with eval, which the page's CSP forbids.
+    page.wait_for_function(
+        "() => document.querySelector('.session-list')['htmx-internal-data']?.webSocket?.socket?.readyState === 1")
     live_server.call(DjangoSessionService().create_session_sync, app_name=APP, user_id="zed", session_id="arrived-live")
     expect(page.locator("#session-rows .session-row").first).to_contain_text("arrived-live")

@@ -198,6 +198,7 @@ async def test_deleting_the_session_deletes_its_records(make_turns, service):
     assert not await sync_to_async(Session.objects.exists)()
 
 
+@pytest.mark.django_db  # builds runners only: nothing to commit
 def test_it_adds_the_recorder_to_a_bare_agent_or_a_copy_of_an_app():
     agent = make_agent()
     wrapped = app_with_recorder(agent, app_name="any-name works")

@@ -41,6 +41,7 @@ async def test_a_chat_turn_through_the_runtime_runner_is_recorded(service):
     assert first.first_chunk_ms is None  # a function call: nothing streamed
 
 
+@pytest.mark.django_db  # builds a runner only: nothing to commit
 def test_a_loaded_app_keeps_its_own_plugins_and_gains_the_recorder():
     class Own(BasePlugin):
         pass

@@ -11,7 +11,7 @@ from google.genai import types
 from adkui.adk import DjangoSessionService
 from memory_app.models import Artifact, MemoryEvent
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
 
 BASE = "/api/apps/api_app/users/ann/sessions/s1/artifacts"
 

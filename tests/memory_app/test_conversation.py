@@ -13,8 +13,6 @@ from memory_app import conversation
 from memory_app.conversation import ASSISTANT, SUMMARY, TOOL, USER
 from sessions_app.models import Session
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
 
 def user(text: str) -> Event:
     return Event(author="user", content=types.Content(role="user", parts=[types.Part(text=text)]))
@@ -107,6 +105,7 @@ def test_the_model_view_hides_compacted_events_behind_their_summary():
     ]
 
 
+@pytest.mark.django_db(transaction=True)  # the service writes from asgiref's worker thread
 async def test_parallel_calls_from_a_real_run_pair_up_by_adk_ids(service, async_client):
     def weather(city: str) -> dict:
         """Weather of a city."""

@@ -100,6 +100,7 @@ async def test_postgres_full_text_search_stems_words(memory):
 
 
 @pytest.mark.skipif("connection.vendor != 'postgresql'", reason="the index is PostgreSQL's")
+@pytest.mark.django_db
 def test_postgres_has_a_gin_index_on_the_searched_expression():
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'memory_search_gin'")
@@ -176,6 +177,8 @@ async def test_a_stored_session_records_how_far_it_was_offloaded(memory, service
     assert row.source_session_id == record.session_id
 
 
+@pytest.mark.django_db
+@pytest.mark.usefixtures("on_commit_callbacks")
 def test_sessions_idle_past_the_timeout_are_offloaded_before_a_search(settings):
     from adkui.adk import DjangoMemoryService, DjangoSessionService
 
@@ -193,6 +196,8 @@ def test_sessions_idle_past_the_timeout_are_offloaded_before_a_search(settings):
     assert services.memory_offload_idle(app_name=APP, user_id=USER, now=time.time() + 3600) == 0
 
 
+@pytest.mark.django_db
+@pytest.mark.usefixtures("on_commit_callbacks")
 def test_session_end_offloads_only_for_the_configured_reasons(settings):
     from adkui.adk import DjangoSessionService
     from sessions_app.models import Session
@@ -209,6 +214,8 @@ def test_session_end_offloads_only_for_the_configured_reasons(settings):
     assert MemoryEvent.objects.count() == 1
 
 
+@pytest.mark.django_db
+@pytest.mark.usefixtures("on_commit_callbacks")
 def test_the_memory_offload_command_offloads_idle_sessions(settings):
     from django.core.management import call_command
 

@@ -11,7 +11,7 @@ from adkui.adk import DjangoArtifactService, DjangoMemoryService, DjangoSessionS
 from memory_app.models import ArtifactVersion, MemoryEvent, SessionMemory
 from sessions_app.models import Session
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
 
 APP, USER = "panel_app", "ann"
 XSS = "<script>alert('x')</script>"

@@ -56,7 +56,8 @@ def _make_data() -> int:
 
 def settled(page) -> None:
     """Wait until htmx has processed swapped-in content (it does so after its settle delay)."""
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+    # A function, not an expression: Playwright polls an expression with eval, which the page's CSP forbids.
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
 
 
 @pytest.fixture
@@ -98,7 +99,7 @@ def test_the_artifacts_panel_lists_picks_versions_previews_uploads_and_deletes(h
 
     panel.get_by_role("link", name="pic.png").click()
     expect(panel.locator(".artifact-preview img")).to_be_visible()
-    page.wait_for_function("document.querySelector('.artifact-preview img').naturalWidth === 1")
+    page.wait_for_function("() => document.querySelector('.artifact-preview img').naturalWidth === 1")
     settled(page)
 
     panel.get_by_role("link", name="user:prefs.json").click()

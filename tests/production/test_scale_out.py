@@ -8,15 +8,17 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 import websockets
+from channels.layers import get_channel_layer
 from django.conf import settings
 
+from sessions_app.broadcast import session_group
 from sessions_app.models import Session as SessionRow
+from tests.conftest import async_wait_until, wait_until
 from tests.workers import database_url_for_children
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,15 +42,24 @@ def _start_worker(port: int) -> subprocess.Popen:
 
 
 def _wait_healthy(port: int) -> dict:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
-                return json.loads(response.read())
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+    def health() -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+            return json.loads(response.read())
+
+    return wait_until(health, timeout=60, interval=0.1, ignore=OSError, message=f"no healthy worker on port {port}")
+
+
+def _group_has_members(group: str) -> bool:
+    """Whether a consumer has joined `group` on the Redis channel layer, which
+    keeps a group as a sorted set of its members' channel names."""
+    import redis
+
+    layer = get_channel_layer()
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    try:
+        return client.zcard(f"{layer.prefix}:group:{group}") > 0
+    finally:
+        client.close()
 
 
 def test_an_event_appended_on_worker_a_reaches_a_viewer_on_worker_b(service):
@@ -62,7 +73,8 @@ def test_an_event_appended_on_worker_a_reaches_a_viewer_on_worker_b(service):
         async def watch_b_append_on_a() -> str:
             url = f"ws://127.0.0.1:{port_b}/ws/sessions/{pk}/events/?after=0"
             async with websockets.connect(url, origin=f"http://127.0.0.1:{port_b}") as viewer:
-                await asyncio.sleep(0.3)  # the consumer has joined its group
+                # The consumer joins its group before it accepts; make sure it has.
+                await async_wait_until(lambda: asyncio.to_thread(_group_has_members, session_group(pk)), timeout=10)
                 body = json.dumps({"author": "worker-a", "invocationId": "i",
                                    "content": {"parts": [{"text": "hello from A"}]}}).encode()
                 request = urllib.request.Request(

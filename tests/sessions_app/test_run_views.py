@@ -10,7 +10,7 @@ from sessions_app.models import Event as EventRow
 from sessions_app.models import Session as SessionRow
 from sessions_app.keys import SessionKey
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
 APP = "trip_planner"  # the bundled demo agent
 
 

@@ -11,7 +11,7 @@ from sessions_app import selectors
 from sessions_app.models import App
 from sessions_app.models import Session as SessionRow
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
 APP = "tt_app"
 
 

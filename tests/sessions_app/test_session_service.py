@@ -35,6 +35,7 @@ def text_event(text: str, *, delta: dict | None = None, author: str = "agent", *
     )
 
 
+@pytest.mark.django_db
 def test_it_is_an_adk_session_service(service):
     assert isinstance(service, BaseSessionService)
 
@@ -346,6 +347,8 @@ async def test_empty_names_are_refused(service, app_name, user_id):
     assert await SessionRow.objects.acount() == 0
 
 
+@pytest.mark.django_db  # sync: runs on this thread's connection
+@pytest.mark.usefixtures("on_commit_callbacks")
 def test_the_sync_api_works_without_an_event_loop(service):
     session = service.create_session_sync(app_name=APP, user_id="u1", state={"user:a": 1})
     service.append_event_sync(session, text_event("hi", delta={"b": 2}))

@@ -8,7 +8,7 @@ from google.genai import types
 
 from sessions_app.models import Session as SessionRow
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
 APP = "view_app"
 
 
