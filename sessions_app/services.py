@@ -66,6 +66,12 @@ def _check_event(event: AdkEvent) -> None:
             limits.check_id(value, field, required=False)
 
 
+def _check_state(safe: dict[str, Any], delta: ScopedDelta) -> None:
+    """State set without an event: storable JSON (checked in the JSON form stored), keys that fit."""
+    limits.dumps(safe, "state")
+    _check_keys(delta, "state")
+
+
 def _check_keys(delta: ScopedDelta, field: str) -> None:
     for values in (delta.app, delta.user, delta.session):
         for key in values:
@@ -84,9 +90,9 @@ def session_create(
     require_names(app_name=app_name, user_id=user_id)
     session_id = (session_id or "").strip() or str(uuid.uuid4())
     limits.check_id(session_id, "session_id")
-    delta = split_delta(json_safe_state(state or {}))
-    limits.dumps(state or {}, "state")
-    _check_keys(delta, "state")
+    safe = json_safe_state(state or {})
+    delta = split_delta(safe)
+    _check_state(safe, delta)
     now = time.time()
     try:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -131,8 +137,7 @@ def session_state_correct(*, key: SessionKey, values: dict[str, Any]) -> list[st
         if not differ:
             return []
         delta = split_delta(differ)
-        _check_keys(delta, "state")
-        limits.dumps(differ, "state")
+        _check_state(differ, delta)
         _, changes = _apply_delta(sql, locked, delta, locked.update_time)
         sql.insert_changes(locked, changes, event_pk=None, seq=locked.revision, timestamp=locked.update_time)
         sql.bump_session(locked.pk, locked.revision, locked.update_time, locked.state if delta.session else None)

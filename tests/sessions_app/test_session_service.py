@@ -324,6 +324,13 @@ async def test_datetimes_and_pydantic_models_serialise_as_adk_does(service):
     assert stored.events == session.events
 
 
+async def test_initial_state_with_datetimes_and_models_is_stored_in_their_json_form(service):
+    when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    session = await service.create_session(app_name=APP, user_id="u1", state={"when": when, "user:pt": Point(x=3)})
+    stored = await service.get_session(app_name=APP, user_id="u1", session_id=session.id)
+    assert stored.state == {"when": "2026-01-02T03:04:05Z", "user:pt": {"x": 3}}
+
+
 async def test_a_value_with_no_json_form_is_refused_and_nothing_is_written(service):
     session = await service.create_session(app_name=APP, user_id="u1")
     conn = socket.socket()
