@@ -127,7 +127,8 @@ def json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8", "replace"))
 
 
-def check_size(value: Any, field: str, limit: int) -> None:
-    size = json_size(value)
-    if size > limit:
+def check_state_size(value: Any, field: str) -> None:
+    """State a client sends at once (a new session's, a delta) within ADKUI_MAX_STATE_BYTES of JSON."""
+    limit = int(settings.ADKUI_MAX_STATE_BYTES)
+    if value and (size := json_size(value)) > limit:
         raise TooLargeError(field, f"may be at most {limit} bytes of JSON; this is {size}.")

@@ -4,7 +4,6 @@ import json
 from typing import Any
 
 from django import forms
-from django.conf import settings
 
 from access import limits
 
@@ -24,8 +23,10 @@ def parse_state_json(raw: str | None, what: str) -> dict[str, Any]:
         raise forms.ValidationError(str(exc)) from exc
     if not isinstance(value, dict):
         raise forms.ValidationError(f'{what} must be a JSON object, like {{"key": "value"}}.')
-    if (size := limits.json_size(value)) > settings.ADKUI_MAX_STATE_BYTES:
-        raise forms.ValidationError(f"{what} may be at most {settings.ADKUI_MAX_STATE_BYTES} bytes of JSON; this is {size}.")
+    try:
+        limits.check_state_size(value, what)
+    except limits.InputError as exc:
+        raise forms.ValidationError(str(exc)) from exc
     try:
         json_safe_state(value)
     except StateValueError as exc:

@@ -17,7 +17,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from access.limits import json_size
+from access.limits import InputError, check_state_size
 from adk_compat import CLIENT_FUNCTION_CALL_NAMES, mark_restored
 
 from .. import services
@@ -58,9 +58,10 @@ def _check_initial_events(events: list[AdkEvent]) -> None:
 
 def _capped_state(value: dict[str, Any] | None) -> dict[str, Any] | None:
     """State (a new session's, or a delta) within ADKUI_MAX_STATE_BYTES of JSON."""
-    limit = settings.ADKUI_MAX_STATE_BYTES
-    if value and (size := json_size(value)) > limit:
-        raise ValidationError(f"State may be at most {limit} bytes of JSON; this is {size}.")
+    try:
+        check_state_size(value, "state")
+    except InputError as exc:
+        raise ValidationError(f"State {exc.message}") from exc
     return value
 
 
