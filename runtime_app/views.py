@@ -26,7 +26,7 @@ from inspector_app import views as inspector_views
 from sessions_app import selectors, services, timeline
 from sessions_app.forms import SessionCreateForm
 from sessions_app.models import App, Event, Session
-from sessions_app.views import HtmxHttpRequest
+from sessions_app.views import HtmxHttpRequest, int_or_404
 
 from . import agents, local_imports, runs
 from .adk_import import ImportSourceError
@@ -125,7 +125,7 @@ def _app_context(request: HtmxHttpRequest, app_name: str, app: App | None, is_ag
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
     filters = selectors.Filters.from_query(request.GET)
-    at = _int_or_404(request.GET.get("at"))
+    at = int_or_404(request.GET.get("at"))
     views, has_older = timeline.page(session, filters=filters, before=at + 1 if at is not None else None)
     context = {
         "session": session,
@@ -205,7 +205,7 @@ def session_fork(request: HttpRequest, pk: int) -> HttpResponse:
     and writing old values back would change it for every other session.
     """
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
-    seq = _int(request.POST.get("seq"))
+    seq = int_or_404(request.POST.get("seq"))
     if seq is None or not 0 <= seq <= session.revision:
         raise Http404("No such event to fork from.")
     fork = services.session_fork(session=session, seq=seq)
@@ -234,22 +234,8 @@ def _session(pk: int) -> Session:
 
 
 def _event(session: Session, seq: str | None) -> Event:
-    number = _int(seq)
+    number = int_or_404(seq)
     event = selectors.event_at(session, number)
     if event is None:
         raise Http404(f"Session {session.session_id!r} has no event #{seq}.")
     return event
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-
-
-def _int_or_404(value: str | None) -> int | None:
-    number = _int(value)
-    if number is None and value not in (None, ""):
-        raise Http404(f"Not a number: {value!r}")
-    return number

@@ -28,7 +28,7 @@ class HtmxHttpRequest(HttpRequest):
 def session_events(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """"Load older": the page of events before `?before=`, with the next button."""
     session = get_object_or_404(Session, pk=pk)
-    before = _int(request.GET.get("before"))
+    before = int_or_404(request.GET.get("before"))
     views, has_older = timeline.page(session, before=before, filters=selectors.Filters.from_query(request.GET))
     context = {
         "session": session, "views": views, "has_older": has_older, "filter_query": timeline.filter_query(request.GET),
@@ -40,7 +40,7 @@ def session_events(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def session_state(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session, pk=pk)
-    seq = _int(request.GET.get("seq"))
+    seq = int_or_404(request.GET.get("seq"))
     if seq is not None and not (0 <= seq <= session.revision):
         raise Http404(f"Session {session.session_id!r} has no event #{seq}.")
     return render(request, "sessions_app/partials/state_panel.html", {"session": session, **timeline.state_panel(session, seq)})
@@ -71,7 +71,8 @@ def session_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return redirect("runtime:app_detail", app_name=session.app.name)
 
 
-def _int(value: str | None) -> int | None:
+def int_or_404(value: str | None) -> int | None:
+    """A number from the query or form; None when absent; a 404 when it is no number."""
     try:
         return int(value) if value not in (None, "") else None
     except ValueError:
