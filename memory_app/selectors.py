@@ -7,9 +7,10 @@ from functools import reduce
 from operator import or_
 from typing import Optional
 
-from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Case, F, FloatField, Func, Prefetch, Q, QuerySet, Value, When
+from django.db.models.functions import Greatest, Least
 from google.adk.artifacts import artifact_util
 from google.genai import types
 
@@ -137,9 +138,12 @@ def memory_search(
 ) -> list[tuple[MemoryEvent, float]]:
     """Memories of one user of one app, best match first, with their scores.
 
-    PostgreSQL ranks with its full-text search (`ts_rank`, English stemming).
-    Elsewhere the score is the number of distinct query words an event holds
-    as whole words (ADK's in-memory rule), newest first among equal scores.
+    PostgreSQL matches with its full-text search (English stemming, the GIN
+    index); elsewhere a memory matches when it holds a query word as a whole
+    word (ADK's in-memory rule). Scores are in (0, 1]: a memory holding more
+    of the query's words first, then the one those words make up more of
+    (`words.relevance`; PostgreSQL approximates the second part with distinct
+    stemmed lexemes, not word occurrences). Newest first among equal scores.
     """
     limit = limit or conf.memory_max_results()
     terms = words.query_words(query)
@@ -152,22 +156,27 @@ def memory_search(
 
 
 def _search_full_text(rows: QuerySet[MemoryEvent], terms: list[str], limit: int) -> list[tuple[MemoryEvent, float]]:
-    query = reduce(or_, (SearchQuery(t, config=SEARCH_CONFIG) for t in terms))
+    # words.relevance's score in SQL, on stemmed lexemes: the share of the
+    # query's words a memory holds, then the share of its lexemes they make up.
+    queries = [SearchQuery(t, config=SEARCH_CONFIG) for t in terms]
+    matched = sum((Case(When(document=q, then=Value(1.0)), default=Value(0.0)) for q in queries), Value(0.0))
+    lexemes = Greatest(Func(F("document"), function="length", output_field=FloatField()), Value(1.0))
     found = (
         rows.annotate(document=SearchVector("search_text", config=SEARCH_CONFIG))
-        .filter(document=query)
-        .annotate(rank=SearchRank(SearchVector("search_text", config=SEARCH_CONFIG), query))
+        .filter(document=reduce(or_, queries))
+        .annotate(matched=matched)
+        .annotate(rank=F("matched") / len(terms) * (1 + Least(F("matched") / lexemes, Value(1.0))) / 2)
         .order_by("-rank", "-timestamp", "-pk")[:limit]
     )
     return [(row, float(row.rank)) for row in found]
 
 
 def _search_keywords(rows: QuerySet[MemoryEvent], terms: list[str], limit: int) -> list[tuple[MemoryEvent, float]]:
-    # SQL narrows to rows containing some term anywhere; Python then counts
+    # SQL narrows to rows containing some term anywhere; Python then scores
     # whole-word matches so "thon" does not match "python".
     candidates = rows.filter(reduce(or_, (Q(search_text__contains=t) for t in terms)))
     scored = (
-        (words.keyword_score(terms, text), index, pk)
+        (words.relevance(terms, text), index, pk)
         for index, (pk, text) in enumerate(candidates.order_by("-timestamp", "-pk").values_list("pk", "search_text"))
     )
     best = heapq.nsmallest(limit, ((-score, index, pk) for score, index, pk in scored if score))

@@ -28,7 +28,7 @@ from access import limits
 from sessions_app import selectors as session_selectors
 from sessions_app.models import Session
 
-from . import conf, words
+from . import broadcast, conf, words
 from .models import Artifact, ArtifactVersion, MemoryEvent, SessionMemory
 from .naming import ArtifactKey
 
@@ -70,6 +70,7 @@ def artifact_save(
             newest = artifact.versions.aggregate(newest=Max("version"))["newest"]
             row.version = 0 if newest is None else newest + 1
             row.save()
+            transaction.on_commit(lambda: broadcast.artifacts_changed(key=key, version=row.version), robust=True)
     except BaseException:
         if row.payload:
             row.payload.delete(save=False)
@@ -87,6 +88,7 @@ def artifact_delete(*, key: ArtifactKey) -> bool:
         artifact.delete()
         # Files go only once the rows are surely gone.
         transaction.on_commit(lambda: _delete_files(names), robust=True)  # files left behind never fail the delete
+        transaction.on_commit(lambda: broadcast.artifacts_changed(key=key, version=None), robust=True)
     return True
 
 

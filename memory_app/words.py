@@ -53,11 +53,23 @@ def query_words(query: str) -> list[str]:
     return list(dict.fromkeys(_WORD.findall(normalise(query or ""))))
 
 
-def keyword_score(words: list[str], text: str) -> int:
-    """How many distinct query words the (normalised) text holds as whole words.
+def relevance(words: list[str], text: str) -> float:
+    """How well the (normalised) text answers the query words: 0 when it holds none, at most 1.
 
-    A word outside ASCII may also match inside a longer token, since scripts
-    such as Chinese have no spaces to split words at.
+    A word counts when the text holds it as a whole word; a word outside
+    ASCII may also sit inside a longer token, since scripts such as Chinese
+    have no spaces to split words at. The score is mostly the share of the
+    query's words the text holds, so a memory with every word beats one with
+    some; then how much of the text those words make up, so among equal
+    shares the focused memory beats a long one mentioning them in passing
+    (counting words alone scored every match of a one-word query 1.0).
     """
-    tokens = set(_WORD.findall(text))
-    return sum(1 for w in words if w in tokens or (not w.isascii() and w in text))
+    tokens = _WORD.findall(text)
+    vocabulary = set(tokens)
+    whole = {w for w in words if w in vocabulary}
+    inside = [w for w in words if w not in whole and not w.isascii() and w in text]
+    if not whole and not inside:
+        return 0.0
+    hits = sum(1 for t in tokens if t in whole) + sum(text.count(w) for w in inside)
+    focus = min(1.0, hits / max(len(tokens), 1))
+    return (len(whole) + len(inside)) / len(words) * (1 + focus) / 2

@@ -11,11 +11,13 @@ once the locks that writer would need are held.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from django.db.backends.utils import CursorWrapper
 
+from . import health
 from .models import SCOPE_APP, App, AppState, Event, Session, StateChange, UserState
 
 _S, _A, _E = Session._meta.db_table, App._meta.db_table, Event._meta.db_table
@@ -26,11 +28,15 @@ _C, _AS, _US = StateChange._meta.db_table, AppState._meta.db_table, UserState._m
 EVENT_COLUMNS = (
     "session_id", "seq", "event_id", "invocation_id", "author", "timestamp", "branch", "data",
     "has_function_call", "has_function_response", "is_final_response", "error_code", "rewind_before", "state_mark",
+    "has_error",
 )
 CHANGE_COLUMNS = (
     "app_id", "user_id", "session_id", "event_id", "seq", "scope", "key", "old_value", "new_value",
     "existed_before", "timestamp",
 )
+# The session's health counters an append may add to (sessions_app.health);
+# the recorder's own (repeated requests, time to first token) are not here.
+HEALTH_COLUMNS = frozenset({*health.COUNTERS.values(), "tool_loop_count", "cost_usd"})
 
 
 class Change(NamedTuple):
@@ -49,6 +55,7 @@ class LockedSession:
     revision: int
     update_time: float
     state: dict[str, Any]
+    recent_calls: Any = None  # read only for an event that calls tools
 
 
 def _loads(value: Any) -> Any:
@@ -71,16 +78,20 @@ class Statements:
         self.cursor.execute(sql, params)
         return self.cursor.fetchone()
 
-    def lock_session(self, app_name: str, user_id: str, session_id: str) -> LockedSession | None:
+    def lock_session(self, app_name: str, user_id: str, session_id: str, *, calls: bool = False) -> LockedSession | None:
+        """The session row, locked; with its recent tool calls when `calls` (an event that calls tools)."""
         row = self._one(
-            f"SELECT s.id, s.app_id, s.revision, s.update_time, s.state FROM {_S} s JOIN {_A} a ON a.id = s.app_id"
-            f" WHERE a.name = %s AND s.user_id = %s AND s.session_id = %s"
+            f"SELECT s.id, s.app_id, s.revision, s.update_time, s.state{', s.recent_calls' if calls else ''}"
+            f" FROM {_S} s JOIN {_A} a ON a.id = s.app_id WHERE a.name = %s AND s.user_id = %s AND s.session_id = %s"
             + (" FOR UPDATE OF s" if self.for_update else ""),
             (app_name, user_id, session_id),
         )
         if row is None:
             return None
-        return LockedSession(row[0], row[1], user_id, row[2], row[3], _loads(row[4]) or {})
+        locked = LockedSession(row[0], row[1], user_id, row[2], row[3], _loads(row[4]) or {})
+        if calls:
+            locked.recent_calls = _loads(row[5])
+        return locked
 
     def newest_change_id(self) -> int:
         return self._one(f"SELECT MAX(id) FROM {_C}", ())[0] or 0
@@ -142,11 +153,21 @@ class Statements:
             ],
         )
 
-    def bump_session(self, pk: int, revision: int, now: float, state: dict[str, Any] | None) -> None:
-        if state is None:
-            self.cursor.execute(f"UPDATE {_S} SET revision = %s, update_time = %s WHERE id = %s", (revision, now, pk))
-        else:
-            self.cursor.execute(
-                f"UPDATE {_S} SET revision = %s, update_time = %s, state = {self.json} WHERE id = %s",
-                (revision, now, json.dumps(state), pk),
-            )
+    def bump_session(
+        self, pk: int, revision: int, now: float, state: dict[str, Any] | None,
+        increments: Mapping[str, float] | None = None, recent_calls: list[Any] | None = None,
+    ) -> None:
+        """Set the revision (and session state, recent calls), adding `increments` to health counters, in one UPDATE."""
+        sets, params = ["revision = %s", "update_time = %s"], [revision, now]
+        if state is not None:
+            sets.append(f"state = {self.json}")
+            params.append(json.dumps(state))
+        if recent_calls is not None:
+            sets.append(f"recent_calls = {self.json}")
+            params.append(json.dumps(recent_calls))
+        for column, amount in (increments or {}).items():
+            if column not in HEALTH_COLUMNS:  # a name we splice into SQL: only ours
+                raise ValueError(f"not a health column: {column!r}")
+            sets.append(f"{column} = COALESCE({column}, 0) + %s")
+            params.append(amount)
+        self.cursor.execute(f"UPDATE {_S} SET {', '.join(sets)} WHERE id = %s", (*params, pk))

@@ -62,4 +62,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # Not in ADK's server:
     path(SESSION + "/events", by_method(apis.EventListApi, apis.EventCreateApi), name="session-events"),
     path(SESSION + "/state", apis.StateGetApi.as_view(), name="session-state"),
+    path("apps/<str:app_name>/search", apis.EventSearchApi.as_view(), name="event-search"),
 ]

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels_redis.core import RedisChannelLayer
 from django.template.loader import render_to_string
 from google.adk.events import Event as AdkEvent
 
@@ -74,6 +76,20 @@ def render_rows(session: Session, views: list[Any]) -> str:
     )
 
 
+def render_updates(session: Session, updates: timeline.Updates) -> list[dict[str, Any]]:
+    """Out-of-band swaps for rows a page may already show (see `timeline.Updates`),
+    each with the metadata of the row it changes (None: several rows), so that a
+    viewer gets only those for rows its filters show."""
+    template = "sessions_app/partials/row_updates.html"
+    rendered = [
+        {"html": render_to_string(f"{template}#paired", {"session": session, "view": view}), "meta": view.meta()}
+        for view in updates.answered
+    ]
+    if updates.rewound:
+        rendered.append({"html": render_to_string(f"{template}#rewound", {"seqs": updates.rewound}), "meta": None})
+    return rendered
+
+
 CATCH_UP_LIMIT = 500
 TOO_FAR_BEHIND = (
     '<div id="stream-notice" hx-swap-oob="true" class="card">Many events arrived while this page was '
@@ -94,8 +110,11 @@ def catch_up(session: Session, seq: int, filters: selectors.Filters) -> CatchUp:
     views = timeline.after(session, seq, upto=revision, filters=filters, limit=CATCH_UP_LIMIT + 1)
     frames = [render_rows(session, [v]) for v in views[:CATCH_UP_LIMIT]]
     if len(views) > CATCH_UP_LIMIT:
-        frames.insert(0, TOO_FAR_BEHIND)
-    return CatchUp(revision, frames)
+        return CatchUp(revision, [TOO_FAR_BEHIND, *frames])
+    # Rows the viewer already has may have been paired or rewound meanwhile.
+    updates = render_updates(session, timeline.updates_after(session, seq, upto=revision, limit=CATCH_UP_LIMIT))
+    marks = "".join(u["html"] for u in updates if u["meta"] is None or filters.matches(u["meta"]))
+    return CatchUp(revision, [*frames, marks] if marks else frames)
 
 
 def event_appended(*, event: Event) -> None:
@@ -105,7 +124,13 @@ def event_appended(*, event: Event) -> None:
     session = event.session
     view = timeline.views_for(session, [event])[0]
     html = render_rows(session, [view])
-    send(group, {"type": "event.appended", "html": html, "stream_key": stream_key(event.event_id), **view.meta()})
+    # Apart from the row: a viewer whose filters hide this event may still show the rows it changes.
+    updates = render_updates(session, timeline.updates(session, [event], since=event.seq - 1))
+    # `event.session` is first read here, after the commit: the counters are the append's.
+    updates.append({"html": render_to_string("sessions_app/partials/session_health.html",
+                                             {"session": session, "oob": True}), "meta": None})
+    send(group, {"type": "event.appended", "html": html, "updates": updates, "stream_key": stream_key(event.event_id),
+                 **view.meta()})
 
 
 def partial_event(*, session: Session, event: AdkEvent) -> None:
@@ -131,3 +156,36 @@ def session_created(*, session: Session) -> None:
 
 def session_deleted(*, session_pk: int) -> None:
     send(session_group(session_pk), {"type": "session.deleted", "pk": session_pk})
+
+
+async def watched(session_pk: int) -> bool:
+    """Whether anyone has the session's live page open.
+
+    A viewer is a member of the session's group: `SessionEventsConsumer` joins
+    it when the page's websocket connects and leaves it when the socket closes
+    (the tab closed, the page left), so the group is the viewer count, kept by
+    the consumer's own join and leave. The in-process layer holds its groups
+    in this process, where without Redis every socket and every run live.
+    channels_redis holds each group in Redis (a sorted set of its members), so
+    a run on one worker sees viewers connected to any other.
+
+    Limits: a worker that dies without closing its sockets leaves its members
+    in Redis until channels_redis's `group_expiry` (a day by default), so a run
+    is then stopped late, never while someone watches. An unknown layer, or a
+    Redis that does not answer, counts as watched for the same reason.
+    """
+    layer = get_channel_layer()
+    group = session_group(session_pk)
+    if isinstance(layer, InMemoryChannelLayer):
+        return bool(layer.groups.get(group))
+    if not isinstance(layer, RedisChannelLayer):
+        return True
+    try:
+        connection = layer.connection(layer.consistent_hash(group))
+        # The group's key and scores are channels_redis's own: the members
+        # added within group_expiry, the ones its group_send still counts.
+        members = await connection.zcount(layer._group_key(group), int(time.time()) - layer.group_expiry, "+inf")
+    except Exception:  # Redis down: never stop a run for want of an answer
+        logger.warning("Could not count the viewers of session %s; assuming some.", session_pk, exc_info=True)
+        return True
+    return members > 0

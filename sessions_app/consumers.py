@@ -85,8 +85,10 @@ class SessionEventsConsumer(_PushConsumer):
         if key in self.streaming:
             self.streaming.discard(key)
             html = f'<div id="partial-{key}" hx-swap-oob="delete"></div>' + html
-        if self.filters.matches(message):
-            await self.send(text_data=html)
+        shown = [html] if self.filters.matches(message) else []
+        shown += [u["html"] for u in message.get("updates", ()) if u["meta"] is None or self.filters.matches(u["meta"])]
+        if shown:
+            await self.send(text_data="".join(shown))
 
     async def event_partial(self, message: dict[str, Any]) -> None:
         if self.filters.active:
@@ -97,6 +99,9 @@ class SessionEventsConsumer(_PushConsumer):
         await self.send(text_data=message["first_html"] if first else message["next_html"])
 
     async def run_finished(self, message: dict[str, Any]) -> None:
+        await self.send(text_data=message["html"])
+
+    async def artifacts_changed(self, message: dict[str, Any]) -> None:
         await self.send(text_data=message["html"])
 
     async def session_deleted(self, message: dict[str, Any]) -> None:

@@ -70,6 +70,12 @@ class SessionQuerySet(models.QuerySet["Session"]):
         exact_first = models.Case(models.When(session_id=session_id, then=0), default=1)
         return found.filter(session_id__in=[session_id, stripped]).order_by(exact_first)
 
+    def needing_attention(self) -> SessionQuerySet:
+        """Sessions whose health signals show errors, tool loops or repeated model requests."""
+        return self.filter(
+            models.Q(error_count__gt=0) | models.Q(tool_loop_count__gt=0) | models.Q(repeated_request_count__gt=0)
+        )
+
 
 class Session(models.Model):
     """One ADK session. `state` holds only the session-scoped (un-prefixed) keys.
@@ -95,6 +101,36 @@ class Session(models.Model):
     # append_event); the source's value was kept for them.
     imported_from = models.CharField(max_length=1000, blank=True, default="")
     import_conflicts = models.JSONField(default=list, blank=True)
+    # A fork continues another session's history up to one of its events; a
+    # replay re-ran another session's user turns against the current agent code.
+    forked_from = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="forks")
+    forked_at_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    replay_of = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replays")
+    # Health signals, kept up to date by every append (sessions_app.health).
+    turn_count = models.PositiveIntegerField(default=0, help_text="User turns (user-authored events with content).")
+    error_count = models.PositiveIntegerField(default=0, help_text="Events with an error code or a tool error.")
+    tool_loop_count = models.PositiveIntegerField(
+        default=0, help_text="Tool calls repeating an earlier call of the same invocation with the same args."
+    )
+    # [[invocation id, [call signature, ...]], ...] of the latest invocations that
+    # called tools, oldest first and bounded (sessions_app.health.record_calls): on
+    # the row every append already locks and writes, so telling a loop costs no
+    # extra statement.
+    recent_calls = models.JSONField(default=list, blank=True)
+    repeated_request_count = models.PositiveIntegerField(default=0, help_text="Model requests identical to an earlier one.")
+    ttft_ms = models.FloatField(null=True, blank=True, help_text="Mean time to first token, ms.")
+    ttft_samples = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cached_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.FloatField(
+        null=True, blank=True, help_text="USD at ADKUI_MODEL_PRICES; empty: no model response of a priced model."
+    )
+    unpriced_count = models.PositiveIntegerField(
+        default=0, help_text="Model responses with token usage whose model has no price (not in cost_usd)."
+    )
+    cache_hit_count = models.PositiveIntegerField(default=0, help_text="Model responses served partly from a context cache.")
+    compaction_count = models.PositiveIntegerField(default=0)
 
     objects = SessionQuerySet.as_manager()
 
@@ -143,6 +179,7 @@ class Event(models.Model):
     # folding state back over the later changes (other than this event's own)
     # gives the state as of this event in every scope.
     state_mark = models.BigIntegerField(default=0)
+    has_error = models.BooleanField(default=False, help_text="An error code or a tool error (sessions_app.health).")
 
     objects = EventQuerySet.as_manager()
 
@@ -157,10 +194,26 @@ class Event(models.Model):
             models.Index(fields=["session", "invocation_id"], name="event_invocation"),
             models.Index(fields=["session", "timestamp"], name="event_timestamp"),
             models.Index(fields=["session", "rewind_before"], name="event_rewind"),
+            # The timeline's "error" filter; only error rows are indexed, so appends barely pay for it.
+            models.Index(fields=["session", "seq"], condition=models.Q(has_error=True), name="event_errors"),
         ]
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.author}"
+
+
+class SessionSignature(models.Model):
+    """A 64-bit hash of a model request sent in a session (`health.request_fingerprint`):
+    sending it again is a repeated request. A unique index, not a scan, tells."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    signature = models.BigIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "signature"], name="unique_session_signature")]
+
+    def __str__(self) -> str:
+        return f"{self.signature:x}"
 
 
 class StateChange(models.Model):

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.db.models import Case, Count, Max, Min, Q, QuerySet, TextField, When
+from django.db.models import Case, Count, F, Max, Min, Q, QuerySet, TextField, When
+from django.db.models.expressions import OrderBy
 from django.db.models.functions import Cast
 from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session as AdkSession
@@ -50,8 +51,8 @@ class Filters:
             events = events.filter(Q(author="user") | Q(is_final_response=True))
         if self.kind == "tool":
             events = events.filter(Q(has_function_call=True) | Q(has_function_response=True))
-        elif self.kind == "error":
-            events = events.filter(error_code__isnull=False)
+        elif self.kind == "error":  # an error code or a tool error (sessions_app.health)
+            events = events.filter(has_error=True)
         elif self.kind == "state":
             events = events.filter(state_changes__isnull=False).distinct()
         elif self.kind == "text":
@@ -234,11 +235,22 @@ def changes_of(session: Session, seq: int) -> QuerySet[StateChange]:
     return StateChange.objects.filter(session=session, seq=seq)
 
 
-def unfinished_invocation(session: Session) -> str | None:
-    """The newest invocation when it did not end with the agent's final reply (resumable)."""
-    last = Event.objects.filter(session=session).order_by("-seq").values(
-        "invocation_id", "author", "is_final_response", "error_code"
-    ).first()
+# ADK's server appends a state change made without a run (PATCH of a session) as
+# a "user" event of an invocation of its own, "p-<uuid>"; so do we.
+STATE_UPDATE_INVOCATION_PREFIX = "p-"
+
+
+def resumable_invocation(session: Session) -> str | None:
+    """The newest invocation of a run when it did not end with the agent's final reply.
+
+    State updates are passed over: their "user" event is no turn of the
+    agent's, so no run there is left to resume, and a run unfinished before
+    one still is.
+    """
+    runs = Event.objects.filter(session=session).exclude(
+        author="user", invocation_id__startswith=STATE_UPDATE_INVOCATION_PREFIX
+    )
+    last = runs.order_by("-seq").values("invocation_id", "author", "is_final_response", "error_code").first()
     if last is None or not last["invocation_id"]:
         return None
     if last["author"] == "user" or not last["is_final_response"] or last["error_code"]:
@@ -266,6 +278,14 @@ def rewind_preview(session: Session, event: Event) -> dict[str, Any]:
         ],
     }
 
+
+
+def rewind_clears_unevented(session: Session, preview: dict[str, Any]) -> list[str]:
+    """Keys a rewind (`rewind_preview`) sets to None although the session had a value for them
+    before the invocation: ADK rebuilds the state at the rewind point from the events' state
+    deltas alone, so a key no earlier event set (one of the session's initial state) is cleared."""
+    before = state_as_of(session, preview["first_seq"] - 1).session
+    return [c["key"] for c in preview["state_changes"] if c["new"] is None and before.get(c["key"]) is not None]
 
 
 def invocation_exists(*, session: Session, invocation_id: str) -> bool:
@@ -312,14 +332,27 @@ def event_page(session: Session, *, after_seq: int = 0, limit: int | None = None
     return [(seq, AdkEvent.model_validate_json(data)) for seq, data in rows]
 
 
-def session_browser(*, app: App | None, user_id: str = "", search: str = "", order: str = "-update_time") -> QuerySet[Session]:
-    """An app's sessions for the session browser: of one user, ids containing `search`."""
+def session_browser(
+    *, app: App | None, user_id: str = "", search: str = "", order: str = "-update_time",
+    needing_attention: bool = False,
+) -> QuerySet[Session]:
+    """An app's sessions for the session browser: of one user, ids containing `search`,
+    only those whose health signals need attention."""
     sessions = Session.objects.filter(app=app) if app else Session.objects.none()
     if user_id:
         sessions = sessions.filter(user_id=user_id)
     if search:
         sessions = sessions.filter(session_id__icontains=search)
-    return sessions.order_by(order, "-pk")
+    if needing_attention:
+        sessions = sessions.needing_attention()
+    return sessions.alias(total_tokens=F("prompt_tokens") + F("output_tokens")).order_by(_nulls_last(order), "-pk")
+
+
+def _nulls_last(order: str) -> OrderBy:
+    """`-field` or `field` with sessions that have no value (no cost, no TTFT yet) last either way."""
+    if order.startswith("-"):
+        return F(order[1:]).desc(nulls_last=True)
+    return F(order).asc(nulls_last=True)
 
 
 def event_rows_before(session: Session, *, before: int | None, filters: Filters, limit: int) -> list[Event]:
@@ -371,3 +404,31 @@ def seq_range_between(session: Session, start: float, end: float, *, before_seq:
 def event_ids(session: Session) -> set[str]:
     """The ADK event ids stored in the session."""
     return set(Event.objects.filter(session=session).values_list("event_id", flat=True))
+
+
+def function_response_events(session: Session, invocation_ids: set[str]) -> list[AdkEvent]:
+    """The events of these invocations that answer function calls."""
+    rows = Event.objects.filter(session=session, invocation_id__in=invocation_ids, has_function_response=True)
+    return [AdkEvent.model_validate(data) for data in rows.values_list("data", flat=True)]
+
+
+def function_call_rows(session: Session, invocation_ids: set[str], *, upto: int) -> list[Event]:
+    """The events of these invocations up to #`upto` that call functions, oldest first."""
+    rows = Event.objects.filter(session=session, invocation_id__in=invocation_ids, has_function_call=True, seq__lte=upto)
+    return list(rows.order_by("seq"))
+
+
+def rows_marking_earlier(session: Session, seq: int, *, upto: int, limit: int) -> list[Event]:
+    """Up to `limit` events after #`seq` (up to #`upto`) that change how earlier rows
+    look: function responses (their calls get paired) and rewinds (the rows they undid)."""
+    events = Event.objects.filter(session=session, seq__gt=seq, seq__lte=upto)
+    events = events.filter(Q(has_function_response=True) | Q(rewind_before__isnull=False))
+    return list(events.order_by("seq")[:limit])
+
+
+def session_pks(*, app_name: str, user_id: str, session_id: str | None = None) -> list[int]:
+    """The stored sessions of a user in an app (only the one named, when `session_id` is given)."""
+    sessions = Session.objects.filter(app__name=app_name, user_id=user_id)
+    if session_id is not None:
+        sessions = sessions.filter(session_id=session_id)
+    return list(sessions.values_list("pk", flat=True))

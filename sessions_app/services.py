@@ -14,17 +14,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import ExpressionWrapper, F, FloatField
+from django.db.models.functions import Coalesce
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event as AdkEvent
+from google.adk.events.event_actions import EventActions
 
 from access import limits
 
-from . import _append_sql, broadcast, selectors
+from . import _append_sql, broadcast, health, selectors
 from .keys import SessionKey
-from .models import SCOPE_SESSION, App, AppState, Event, Session, StateChange, UserState
-from .scopes import ScopedDelta, json_safe_state, split_delta
+from .models import SCOPE_SESSION, App, AppState, Event, Session, SessionSignature, StateChange, UserState
+from .scopes import ScopedDelta, json_safe_state, split_delta, split_key
 
 
 @dataclass(frozen=True)
@@ -145,15 +148,49 @@ def session_state_correct(*, key: SessionKey, values: dict[str, Any]) -> list[st
     return sorted(differ)
 
 
-def session_fork(*, session: Session, seq: int) -> Session:
-    """A new session of the same user whose session state is this one's as of event `seq`.
+def state_update_event(state_delta: dict[str, Any]) -> AdkEvent:
+    """The event that changes state without running the agent, as ADK's server
+    builds it for a PATCH of a session: authored "user", only a state delta,
+    and a "p-" invocation id (`selectors.resumable_invocation` skips those)."""
+    invocation_id = f"{selectors.STATE_UPDATE_INVOCATION_PREFIX}{uuid.uuid4()}"
+    return AdkEvent(invocation_id=invocation_id, author="user", actions=EventActions(state_delta=state_delta))
 
-    Only session-scoped keys are copied: `app:` and `user:` state is shared,
-    and writing old values back would change it for every other session.
+
+def session_fork(*, session: Session, seq: int) -> Session:
+    """A new session of the same user that continues this one's history up to event `seq`.
+
+    Events 1..seq are copied as stored (ids, authors, invocation ids,
+    timestamps, contents, session-state deltas), each through `event_append`,
+    in one transaction with the fork's creation: the fork gets its own diffs
+    and "state as of" every copied event, and the agent sees the same history.
+    ADK needs no new ids: an event id is unique within its session (ADK's SQL
+    services key events by session as well).
+
+    Scopes. The fork is a new session of the same user, so its `app:` and
+    `user:` state is, as for any session, the shared current one; only the
+    session scope comes from the source as of #seq (its initial session
+    state, then the copies' session-scope deltas). The copies' `app:` and
+    `user:` keys are left out of their deltas: applied again, they would write
+    old values into state that every other session of the app or user reads
+    (the source keeps the full deltas). State the source got without any
+    event (an import's corrections) is not carried over.
     """
     with transaction.atomic():
-        state = selectors.state_as_of(session, seq).session
-        return session_create(app_name=session.app.name, user_id=session.user_id, state=state)
+        fork = session_create(
+            app_name=session.app.name, user_id=session.user_id, state=selectors.state_as_of(session, 0).session
+        )
+        # Sequence numbers run 1, 2, 3… with no gap: the first `seq` events are #1..#seq.
+        for _, event in selectors.event_page(session, limit=seq):
+            event_append(key=fork.key, event=_session_scope_only(event), push=False)
+        Session.objects.filter(pk=fork.pk).update(forked_from=session, forked_at_seq=seq, update_time=time.time())
+    fork.refresh_from_db()
+    return fork
+
+
+def _session_scope_only(event: AdkEvent) -> AdkEvent:
+    delta = event.actions.state_delta
+    event.actions.state_delta = {k: v for k, v in delta.items() if split_key(k)[0] == SCOPE_SESSION}
+    return event
 
 
 def session_delete(*, key: SessionKey) -> None:
@@ -168,7 +205,7 @@ def session_delete(*, key: SessionKey) -> None:
         transaction.on_commit(lambda: broadcast.session_deleted(session_pk=pk), robust=True)
 
 
-def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None = None) -> Event:
+def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None = None, push: bool = True) -> Event:
     """Store one (non-partial) ADK event and apply its state delta, in one transaction.
 
     The event's `state_delta` must already be free of `temp:` keys; its values
@@ -183,9 +220,12 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
     data_json = limits.dumps(data, "event")
     delta = split_delta(safe_delta)
     _check_keys(delta, "stateDelta")
+    signals = health.event_contribution(event)
     with transaction.atomic(), connection.cursor() as cursor:
         sql = _append_sql.Statements(cursor)
-        locked = sql.lock_session(key.app_name, key.user_id, selectors.stored_session_id(key))
+        locked = sql.lock_session(
+            key.app_name, key.user_id, selectors.stored_session_id(key), calls=bool(signals.call_signatures)
+        )
         if locked is None:
             raise SessionNotFoundError(
                 f"Session {key.session_id!r} of user {key.user_id!r} in app {key.app_name!r} not found."
@@ -194,13 +234,57 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
         # would fail too: "already stored" is the answer its sender needs.
         _refuse_stored(sql, locked, event.id)
         _check_fresh(sql, locked, seen)
-        row = Event(session_id=locked.pk, seq=locked.revision + 1, data=data, **_event_columns(event))
+        row = Event(session_id=locked.pk, seq=locked.revision + 1, data=data, has_error=bool(signals.errors),
+                    **_event_columns(event))
         row.state_mark, changes = _apply_delta(sql, locked, delta, row.timestamp)
         row.pk = sql.insert_event(row, data_json)
         sql.insert_changes(locked, changes, event_pk=row.pk, seq=row.seq, timestamp=row.timestamp)
-        sql.bump_session(locked.pk, row.seq, event.timestamp, locked.state if delta.session else None)
-        transaction.on_commit(lambda: broadcast.event_appended(event=row), robust=True)
+        increments, recent_calls = _health_increments(signals, locked, row.invocation_id)
+        sql.bump_session(
+            locked.pk, row.seq, event.timestamp, locked.state if delta.session else None, increments, recent_calls
+        )
+        if push:  # a fork's copies go to a session nobody can be watching yet
+            transaction.on_commit(lambda: broadcast.event_appended(event=row), robust=True)
     return row
+
+
+def _health_increments(
+    signals: health.Contribution, locked: _append_sql.LockedSession, invocation_id: str
+) -> tuple[dict[str, float], list[Any] | None]:
+    """What an append adds to the session's health counters, and its new recent calls (None: unchanged)."""
+    increments = signals.increments()
+    if not signals.call_signatures:
+        return increments, None
+    loops, recent_calls = health.record_calls(locked.recent_calls, invocation_id, signals.call_signatures)
+    if loops:
+        increments["tool_loop_count"] = loops
+    return increments, recent_calls
+
+
+def session_health_record_model_call(
+    *, session_pk: int | None, request_fingerprint: int | None, ttft_ms: float | None
+) -> None:
+    """Count a model call the inspector's recorder saw: a repeat of an earlier
+    identical request (`health.request_fingerprint`), and its time to first
+    token into the session's running mean. Neither is in any event, so this
+    is its own short transaction beside the appends; it takes the session row
+    first, as an append does, and a session deleted meanwhile is skipped."""
+    if session_pk is None or (request_fingerprint is None and ttft_ms is None):
+        return
+    with transaction.atomic():
+        if not Session.objects.select_for_update().filter(pk=session_pk).exists():
+            return
+        updates: dict[str, Any] = {}
+        if request_fingerprint is not None:
+            _, new = SessionSignature.objects.get_or_create(session_id=session_pk, signature=request_fingerprint)
+            if not new:
+                updates["repeated_request_count"] = F("repeated_request_count") + 1
+        if ttft_ms is not None:
+            total = Coalesce(F("ttft_ms"), 0.0) * F("ttft_samples") + ttft_ms
+            updates["ttft_ms"] = ExpressionWrapper(total / (F("ttft_samples") + 1), output_field=FloatField())
+            updates["ttft_samples"] = F("ttft_samples") + 1
+        if updates:
+            Session.objects.filter(pk=session_pk).update(**updates)
 
 
 def partial_event_show(*, key: SessionKey, event: AdkEvent) -> None:

@@ -1,8 +1,10 @@
 """What one timeline row shows, built the same way for the page, "load older",
-the websocket catch-up and the live push (all render partials/event_row.html).
+the websocket catch-up and the live push (all render partials/event_row.html);
+and what newer events change in rows a page already shows (`Updates`).
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +12,7 @@ from urllib.parse import urlencode
 
 from google.adk.events.event import Event as AdkEvent
 
-from . import selectors
+from . import health, node_stats, selectors
 from .models import SCOPE_PREFIXES, Event, Session, StateChange
 
 PAGE_SIZE = 50
@@ -38,6 +40,9 @@ class EventView:
     partial: bool = False
     compacted_range: tuple[int, int] | None = None  # first and last seq a compaction summary replaces
     rewound: bool = False  # undone by a later rewind event
+    # The agent-graph nodes that produced it, and the seconds it took them (None: not a node's work).
+    nodes: list[str] = field(default_factory=list)
+    took: float | None = None
 
     @property
     def seq(self) -> int:
@@ -54,9 +59,14 @@ class EventView:
         kinds = ["tool"] if tool else ([] if self.row.error_code else ["text"])
         if self.changes:
             kinds.append("state")
-        if self.row.error_code:
+        if self.row.has_error:  # an error code or a tool's error response: the health count's test
             kinds.append("error")
         return kinds
+
+    @property
+    def nodes_json(self) -> str:
+        """`nodes` for the row's data-node attribute (any name survives JSON; the page's JS reads it)."""
+        return json.dumps(self.nodes)
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -78,7 +88,7 @@ def _parts(event: AdkEvent) -> list[Part]:
             resp = part.function_response
             value = resp.response or {}
             parts.append(
-                Part("response", name=resp.name or "", call_id=resp.id or "", value=value, is_error=_is_tool_error(value))
+                Part("response", name=resp.name or "", call_id=resp.id or "", value=value, is_error=health.is_tool_error(value))
             )
         elif part.text is not None:
             parts.append(Part("text", text=part.text, is_error=False, value="thought" if part.thought else None))
@@ -92,12 +102,6 @@ def _parts(event: AdkEvent) -> list[Part]:
         else:
             parts.append(Part("other", value=part.model_dump(mode="json", exclude_none=True)))
     return parts
-
-
-def _is_tool_error(value: Any) -> bool:
-    if not isinstance(value, dict):
-        return False
-    return "error" in value or value.get("status") == "error"
 
 
 def _badges(event: AdkEvent) -> list[tuple[str, str]]:
@@ -152,6 +156,20 @@ def _pair(parts: list[Part], by_call_id: dict[str, Part]) -> None:
             by_call_id[part.call_id].paired = part
 
 
+def _pair_with_later_responses(session: Session, views: list[EventView]) -> None:
+    """A call whose response is not on this page (a newer page, or not yet pushed
+    when the row was): look the response up in its invocation, so a row renders
+    the same whichever page, or push, brought it."""
+    missing = {p.call_id: p for v in views for p in v.parts if p.kind == "call" and p.paired is None and p.call_id}
+    if not missing:
+        return
+    invocations = {v.row.invocation_id for v in views if any(p.kind == "call" and p.call_id in missing for p in v.parts)}
+    for event in selectors.function_response_events(session, invocations):
+        for part in _parts(event):
+            if part.kind == "response" and part.call_id in missing:
+                missing[part.call_id].paired = part
+
+
 def _pair_with_earlier_calls(session: Session, views: list[EventView]) -> None:
     """A response whose call is not on this page: look the call up in its invocation."""
     missing = {p.call_id: (v, p) for v in views for p in v.parts if p.kind == "response" and p.paired is None and p.call_id}
@@ -172,6 +190,23 @@ def page(session: Session, *, before: int | None = None, filters: selectors.Filt
     return views_for(session, rows), has_older
 
 
+@dataclass
+class PageAt:
+    views: list[EventView]
+    has_older: bool
+    snapshot: bool  # the page ends at the asked event: newer events are not shown, so it is not live
+
+
+def page_at(session: Session, at: int | None, *, filters: selectors.Filters = selectors.Filters()) -> PageAt:
+    """The page that shows event #`at` (a shared address): the newest page when
+    it holds #`at`, so the page stays live; else the page that ends at #`at`."""
+    views, has_older = page(session, filters=filters)
+    if at is None or not has_older or (views and at >= views[0].seq):
+        return PageAt(views, has_older, snapshot=False)
+    views, has_older = page(session, filters=filters, before=at + 1)
+    return PageAt(views, has_older, snapshot=True)
+
+
 def after(session: Session, seq: int, *, upto: int, filters: selectors.Filters = selectors.Filters(), limit: int = 500) -> list[EventView]:
     """Events with `seq` < sequence number <= `upto`, oldest first (websocket catch-up)."""
     return views_for(session, selectors.event_rows_after(session, seq, upto=upto, filters=filters, limit=limit))
@@ -182,9 +217,20 @@ def views_for(session: Session, rows: list[Event]) -> list[EventView]:
         return []
     views = build_views(rows, previous_invocation=selectors.previous_invocation_id(session, rows[0].seq))
     _pair_with_earlier_calls(session, views)
+    _pair_with_later_responses(session, views)
     _name_compacted_ranges(session, views)
     _mark_rewound(session, views)
+    _charge_nodes(session, views)
     return views
+
+
+def _charge_nodes(session: Session, views: list[EventView]) -> None:
+    """Which graph nodes produced each event and its time, as `node_stats.node_stats` counts them."""
+    previous = node_stats.previous_events(session, [v.seq for v in views])
+    for view in views:
+        view.nodes = node_stats.event_node_keys(view.row.data)
+        if node_stats.event_is_work(view.row.data):
+            view.took = node_stats.seconds_taken(view.row.timestamp, previous.get(view.seq - 1), view.row.invocation_id)
 
 
 def _mark_rewound(session: Session, views: list[EventView]) -> None:
@@ -192,6 +238,50 @@ def _mark_rewound(session: Session, views: list[EventView]) -> None:
     ranges = selectors.rewound_ranges(session)
     for view in views:
         view.rewound = any(start <= view.seq < end for start, end in ranges)
+
+
+@dataclass
+class Updates:
+    """How newer events change rows a page may already show (#`since` and older):
+    the rows a rewind undid get their mark, and calls get paired with their response."""
+
+    rewound: list[int] = field(default_factory=list)  # sequence numbers
+    answered: list[EventView] = field(default_factory=list)  # call rows, paired
+
+
+def updates(session: Session, rows: list[Event], *, since: int) -> Updates:
+    """What the newer events `rows` change in rows #`since` and older."""
+    return Updates(
+        rewound=_rewound_by(session, [r for r in rows if r.rewind_before], since),
+        answered=_answered_by(session, [r for r in rows if r.has_function_response], since),
+    )
+
+
+def updates_after(session: Session, seq: int, *, upto: int, limit: int) -> Updates:
+    """What the events after #`seq` (up to #`upto`) change in rows #`seq` and older,
+    whatever filters a viewer has (a filtered-out rewind still undid its rows)."""
+    return updates(session, selectors.rows_marking_earlier(session, seq, upto=upto, limit=limit), since=seq)
+
+
+def _rewound_by(session: Session, rewinds: list[Event], since: int) -> list[int]:
+    if not rewinds:
+        return []
+    ends = {r.seq for r in rewinds}
+    undone: set[int] = set()
+    for start, end in selectors.rewound_ranges(session):
+        if end in ends:
+            undone.update(range(start, min(end, since + 1)))
+    return sorted(undone)
+
+
+def _answered_by(session: Session, responses: list[Event], since: int) -> list[EventView]:
+    parts = [p for r in responses for p in _parts(AdkEvent.model_validate(r.data))]
+    call_ids = {p.call_id for p in parts if p.kind == "response" and p.call_id}
+    if not call_ids:
+        return []
+    rows = selectors.function_call_rows(session, {r.invocation_id for r in responses}, upto=since)
+    views = views_for(session, rows)
+    return [v for v in views if any(p.kind == "call" and p.call_id in call_ids for p in v.parts)]
 
 
 def _name_compacted_ranges(session: Session, views: list[EventView]) -> None:

@@ -1,4 +1,5 @@
 """HTML fragments of the session page: older events, state as of an event, key history; and delete.
+And the search across an app's sessions, whose hits open the session page at the event.
 
 The pages themselves (home, app, session) show the agent beside its sessions,
 so they live in runtime_app, which composes this app's fragments."""
@@ -12,7 +13,7 @@ from django_htmx.middleware import HtmxDetails
 
 from access.roles import deletes
 
-from . import selectors, services, timeline
+from . import runtime, search, selectors, services, timeline
 from .keys import SessionKey
 from .models import Session
 from .scopes import split_key
@@ -69,6 +70,36 @@ def session_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return HttpResponse("")
     messages.success(request, f"Session {session.session_id} deleted.")
     return redirect("runtime:app_detail", app_name=session.app.name)
+
+
+SEARCH_PAGE_SIZE = 20
+SEARCH_MAX_PAGE = 10_000  # keeps the offset a number every database takes
+
+
+@require_GET
+def event_search(request: HtmxHttpRequest, app_name: str) -> HttpResponse:
+    """Events of one app matching `?q=` (optionally one user's, `?user=`), a page at
+    a time; htmx requests aimed at the results get only the results."""
+    app = selectors.app_by_name(app_name)
+    if app is None and app_name not in runtime.agent_names():
+        raise Http404(f"No app named {app_name!r}.")
+    q, user_id = request.GET.get("q", "").strip(), request.GET.get("user", "").strip()
+    page = min(max(int_or_404(request.GET.get("page")) or 1, 1), SEARCH_MAX_PAGE)
+    results, error = None, ""
+    try:
+        if q and app is None:  # an agent with nothing stored yet
+            results = search.SearchResults([], 0, search.parse_query(q))
+        elif q:
+            offset = (page - 1) * SEARCH_PAGE_SIZE
+            results = search.search_events(app, q, user_id=user_id or None, limit=SEARCH_PAGE_SIZE, offset=offset)
+    except search.QueryError as exc:
+        error = f"The search {exc}"
+    pages = -(-results.total // SEARCH_PAGE_SIZE) if results else 0
+    context = {"app_name": app_name, "q": q, "user_filter": user_id, "results": results, "error": error,
+               "page": page, "pages": pages, "searched": bool(q)}
+    partial = request.htmx and request.htmx.target == "search-results"
+    template = "sessions_app/partials/search_results.html" if partial else "sessions_app/search.html"
+    return render(request, template, context)
 
 
 def int_or_404(value: str | None) -> int | None:

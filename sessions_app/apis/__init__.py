@@ -10,13 +10,14 @@ An app is known when the agents directory has it or sessions are stored for it
 (an ADK Runner elsewhere can write through `DjangoSessionService`).
 
 Modules: `base` (errors, lookups, input, OpenAPI), `sessions` (sessions),
-`events` (events and state). The routes that need the agent itself (list-apps,
-run, run_sse, stop) are runtime_app's.
+`events` (events and state), `search` (events by content). The routes that
+need the agent itself (list-apps, run, run_sse, stop) are runtime_app's.
 """
 from __future__ import annotations
 
 from .sessions import SessionListApi, SessionCreateApi, SessionCreateWithIdApi, SessionGetApi, SessionUpdateApi, SessionDeleteApi
 from .events import EventListApi, EventCreateApi, StateGetApi
+from .search import EventSearchApi
 
 __all__ = [
     "SessionListApi",
@@ -28,4 +29,5 @@ __all__ = [
     "EventListApi",
     "EventCreateApi",
     "StateGetApi",
+    "EventSearchApi",
 ]

@@ -1,7 +1,6 @@
 """Apps and sessions: ADK's own routes."""
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from django.conf import settings
@@ -160,9 +159,7 @@ class SessionUpdateApi(AdkApi):
         """Change state without running the agent: ADK appends the delta as a `user` event."""
         delta = _validated(self.InputSerializer, request.data)["state_delta"]
         session = _adk_session(SessionKey(app_name, user_id, session_id))
-        # The event ADK's own PATCH builds: a "p-" invocation id marks it as a patch.
-        event = AdkEvent(invocation_id=f"p-{uuid.uuid4()}", author="user", actions=EventActions(state_delta=delta))
-        _service().append_event_sync(session, event)
+        _service().append_event_sync(session, services.state_update_event(delta))
         return Response(adk_json(session))
 
 

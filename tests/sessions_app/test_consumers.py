@@ -7,7 +7,8 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from adkui.asgi import application
-from sessions_app.models import Session as SessionRow
+
+from .websockets import connect
 
 pytestmark = pytest.mark.django_db(transaction=True)
 APP = "ws_app"
@@ -15,20 +16,6 @@ APP = "ws_app"
 
 def text_event(text: str, **kwargs) -> Event:
     return Event(author="agent", invocation_id="inv", content=types.Content(role="model", parts=[types.Part(text=text)]), **kwargs)
-
-
-async def connect(path: str) -> WebsocketCommunicator:
-    comm = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://localhost")])
-    connected, code = await comm.connect()
-    assert connected, code
-    return comm
-
-
-@pytest.fixture
-async def adk_session(service):
-    session = await service.create_session(app_name=APP, user_id="u", session_id="s")
-    pk = await SessionRow.objects.values_list("pk", flat=True).aget(session_id="s")
-    return session, pk
 
 
 async def test_a_missing_session_is_closed_with_4404():
@@ -82,8 +69,11 @@ async def test_filters_apply_to_live_events(service, adk_session):
     comm = await connect(f"/ws/sessions/{pk}/events/?after=0&kind=error")
     await service.append_event(session, text_event("fine"))
     await service.append_event(session, Event(author="agent", invocation_id="inv", error_code="E", error_message="bad"))
+    hidden = await comm.receive_from(timeout=5)  # the filtered-out event updates only the header's health
+    assert 'id="session-health"' in hidden and 'id="event-' not in hidden
     html = await comm.receive_from(timeout=5)
     assert 'id="event-2"' in html and "bad" in html
+    assert "1 error</span>" in html  # the header's health figures, as the append left them
     assert await comm.receive_nothing(timeout=0.3)
     await comm.disconnect()
 

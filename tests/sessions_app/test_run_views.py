@@ -71,12 +71,13 @@ def test_rewind_to_an_unknown_invocation_is_refused(client, demo):
     assert EventRow.objects.filter(session=row).count() == row.revision
 
 
-def test_fork_copies_the_session_state_as_of_an_event(client, demo):
+def test_fork_continues_the_history_up_to_an_event(client, demo):
     _, row = demo
     response = client.post(f"/sessions/{row.pk}/fork/", {"seq": "1"})
     fork = SessionRow.objects.exclude(pk=row.pk).get()
     assert response.status_code == 303 and response["Location"] == f"/sessions/{fork.pk}/"
-    assert fork.user_id == "ann" and fork.state == {"trip_budget": 100} and fork.revision == 0
+    assert fork.user_id == "ann" and fork.state == {"trip_budget": 100} and fork.revision == 1
+    assert fork.forked_from == row and fork.forked_at_seq == 1
     assert client.post(f"/sessions/{row.pk}/fork/", {"seq": "999"}).status_code == 404
 
 

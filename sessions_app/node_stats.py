@@ -1,0 +1,86 @@
+"""Which agent-graph node produced an event, and what each node did in a session.
+
+Nodes are named as ADK's graph serialization names them (runtime_app.graph):
+agents, tools and workflow nodes by their names. One rule serves the
+timeline's rows (`data-node`) and the session's per-node counts, so a page's
+live updates add up to what a reload shows.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from google.adk.events.event import NodeInfo
+
+from .models import Event, Session
+
+
+@dataclass
+class NodeStats:
+    calls: int = 0
+    seconds: float = 0.0
+
+
+def event_node_keys(data: dict[str, Any]) -> list[str]:
+    """The graph nodes that produced a stored event (its JSON): the tools whose
+    results it carries; else the workflow node its `node_info.path` ends in
+    (ADK 2.x); else its author. The user's own messages come from no node."""
+    parts = (data.get("content") or {}).get("parts") or []
+    tools = [(p.get("function_response") or {}).get("name") for p in parts if isinstance(p, dict)]
+    if keys := list(dict.fromkeys(t for t in tools if t)):
+        return keys
+    author = data.get("author") or ""
+    if author == "user":
+        return []
+    name = NodeInfo.model_validate(data.get("node_info") or {}).name or author
+    return [name] if name else []
+
+
+def event_is_work(data: dict[str, Any]) -> bool:
+    """Whether an event is a node's work (a model turn or error, a tool result, a
+    workflow node's output), not a mark such as a state patch or an agent checkpoint."""
+    if data.get("partial") or not event_node_keys(data):
+        return False
+    has_content = bool((data.get("content") or {}).get("parts"))
+    return has_content or bool(data.get("error_code")) or data.get("output") is not None
+
+
+def seconds_taken(timestamp: float, previous: tuple[str, float] | None, invocation_id: str) -> float:
+    """An event's time: since the event just before it, when that is of the same
+    invocation (a model's turn since its prompt's last event, a tool's run since
+    its call); else unknown, counted as 0."""
+    if previous is None or previous[0] != invocation_id:
+        return 0.0
+    return max(timestamp - previous[1], 0.0)
+
+
+def previous_events(session: Session, seqs: list[int]) -> dict[int, tuple[str, float]]:
+    """(invocation id, timestamp) of the events just before #`seqs`, by their seq."""
+    rows = Event.objects.filter(session=session, seq__in=[s - 1 for s in seqs])
+    return {seq: (invocation, ts) for seq, invocation, ts in rows.values_list("seq", "invocation_id", "timestamp")}
+
+
+# The session page counts at most this many of the newest events: the counts
+# read each event's JSON, and a page must not cost what the whole session weighs.
+WINDOW = 5000
+
+
+def node_stats(session: Session, window: int = WINDOW) -> tuple[dict[str, NodeStats], int]:
+    """Calls and seconds per graph node over the session's newest `window` events
+    (see `event_node_keys`, `event_is_work`, `seconds_taken`), and the last seq counted."""
+    stats: dict[str, NodeStats] = defaultdict(NodeStats)
+    previous: tuple[int, str, float] | None = None
+    last = 0
+    rows = Event.objects.filter(session=session, seq__gt=session.revision - window).order_by("seq").values_list(
+        "seq", "invocation_id", "timestamp", "data"
+    )
+    for seq, invocation, ts, data in rows.iterator(chunk_size=500):
+        if event_is_work(data):
+            before = previous[1:] if previous and previous[0] == seq - 1 else None
+            took = seconds_taken(ts, before, invocation)
+            for key in event_node_keys(data):
+                stats[key].calls += 1
+                stats[key].seconds += took
+        previous, last = (seq, invocation, ts), seq
+    return dict(stats), last

@@ -1,0 +1,264 @@
+"""Search the events of an app by content: text, tools (names, args, responses) and state deltas.
+
+The index is the database's own (migration 0008): FTS5 on SQLite, a GIN index
+over a tsvector on PostgreSQL. A query is parsed here into terms of letters
+and digits only, so no user input ever reaches FTS5's or to_tsquery's syntax:
+
+    refund order      both words, anywhere in the event
+    "refund policy"   the words next to each other
+    ref*              a word starting with "ref"
+
+Punctuation separates words, as it does in the index: `order_id` and `A-17`
+are searched as the phrases "order id" and "a 17". Snippets and what matched
+(text, tool, state) are worked out here from the event JSON, the same way on
+both databases, and escaped before the only markup we add, `<mark>`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.postgres.search import SearchQuery, SearchVectorField
+from django.db import NotSupportedError, connection
+from django.db.models import F, Func, QuerySet
+from django.db.models.expressions import RawSQL
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from .models import App, Event, Session
+
+MAX_QUERY_CHARS = 500
+MAX_TERMS = 16
+MAX_FIELD_CHARS = 100_000  # what the index holds of an event (migration 0008)
+SNIPPET_CHARS = 180
+KINDS = ("text", "tool", "state")
+
+_WORD = re.compile(r"[^\W_]+")  # letters and digits: the tokens of FTS5's unicode61 and of our PostgreSQL index
+_TERM = re.compile(r'"(?P<phrase>[^"]*)"(?P<star>\*?)|(?P<word>[^\s"]+)')  # a lone quote is skipped
+_FTS = "sessions_app_event_search"
+_SPACE = re.compile(r"\s+")
+
+
+class QueryError(ValueError):
+    """A query that cannot be searched; the message says why, for the `q` field."""
+
+
+@dataclass(frozen=True)
+class Term:
+    """Words that must appear in this order, next to each other; the last one
+    may be only the start of a word (`prefix`)."""
+
+    words: tuple[str, ...]
+    prefix: bool = False
+
+
+def parse_query(text: str) -> tuple[Term, ...]:
+    """The terms of a user's query. Quotes left open, operators of FTS5 or
+    tsquery, control characters and punctuation are plain separators here; the
+    only refusals are QueryError: too long, too many terms, no word at all."""
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryError(f"is {len(text)} characters long; at most {MAX_QUERY_CHARS} can be searched.")
+    text = text.encode("utf-8", "ignore").decode("utf-8")  # lone surrogates
+    found = [(match["word"] == "AND", _term(match)) for match in _TERM.finditer(text)]
+    # "a AND b" means what "a b" does; "AND" alone, or quoted, is a word.
+    terms = [t for is_and, t in found if t and not is_and] or [t for _, t in found if t]
+    if not terms:
+        raise QueryError("has no word to search for: letters or digits.")
+    if len(terms) > MAX_TERMS:
+        raise QueryError(f"has {len(terms)} words or phrases; at most {MAX_TERMS} can be searched at once.")
+    return tuple(terms)
+
+
+def _term(match: re.Match[str]) -> Term | None:
+    raw = match["word"] if match["word"] is not None else match["phrase"]
+    prefix = bool(match["star"]) if match["word"] is None else raw.endswith("*")
+    words = tuple(_WORD.findall(raw.lower()))
+    return Term(words, prefix) if words else None
+
+
+# ---- the query, per database ----------------------------------------------------
+
+
+def _fts5_match(terms: tuple[Term, ...]) -> str:
+    # Each term is an FTS5 string of words (no quote can be inside one), ANDed.
+    return " ".join(f'"{" ".join(t.words)}"' + (" *" if t.prefix else "") for t in terms)
+
+
+def _tsquery(term: Term) -> SearchQuery:
+    if not term.prefix:
+        return SearchQuery(" ".join(term.words), config="simple", search_type="phrase")
+    # to_tsquery syntax, built only from words of letters and digits.
+    raw = " <-> ".join(f"'{w}'" for w in term.words) + ":*"
+    return SearchQuery(raw, config="simple", search_type="raw")
+
+
+def _matching(terms: tuple[Term, ...]) -> QuerySet[Event]:
+    if connection.vendor == "sqlite":
+        ids = RawSQL(f"SELECT rowid FROM {_FTS} WHERE {_FTS} MATCH %s", (_fts5_match(terms),))
+        return Event.objects.filter(pk__in=ids)
+    if connection.vendor == "postgresql":
+        query = _tsquery(terms[0])
+        for term in terms[1:]:
+            query &= _tsquery(term)
+        # The very expression the GIN index is built on, so the index answers.
+        vector = Func(F("data"), function="sessions_app_event_search_vector", output_field=SearchVectorField())
+        return Event.objects.alias(search=vector).filter(search=query)
+    raise NotSupportedError(f"Event search needs SQLite or PostgreSQL, not {connection.vendor}.")
+
+
+# ---- hits -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Snippet:
+    kind: str  # one of KINDS
+    html: SafeString
+    matched: bool
+
+
+@dataclass(frozen=True)
+class Hit:
+    session: Session
+    seq: int
+    author: str
+    timestamp: float
+    snippets: tuple[Snippet, ...]
+
+    @property
+    def matched(self) -> tuple[str, ...]:
+        return tuple(s.kind for s in self.snippets if s.matched)
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    hits: list[Hit]
+    total: int
+    terms: tuple[Term, ...]
+
+
+def search_events(
+    app: App, query: str, *, user_id: str | None = None, limit: int = 20, offset: int = 0
+) -> SearchResults:
+    """Events of `app` (of one user's sessions with `user_id`) matching `query`:
+    sessions updated last first, each session's events in order. Raises
+    QueryError for a query with nothing to search."""
+    terms = parse_query(query)
+    events = _matching(terms).filter(session__app=app)
+    if user_id:
+        events = events.filter(session__user_id=user_id)
+    total = events.count()
+    page = events.select_related("session").order_by("-session__update_time", "session_id", "seq")
+    page = page[max(offset, 0) : max(offset, 0) + max(limit, 0)]
+    return SearchResults([_hit(e, terms) for e in page], total, terms)
+
+
+def _hit(event: Event, terms: tuple[Term, ...]) -> Hit:
+    snippets = [_snippet(kind, text, terms) for kind, text in _fields(event.data).items() if text]
+    found = [s for s in snippets if s.matched]
+    # A phrase that ran from one field into the next matches no field alone: show the first.
+    return Hit(event.session, event.seq, event.author, event.timestamp, tuple(found or snippets[:1]))
+
+
+def _fields(data: Any) -> dict[str, str]:
+    """What the index holds of an event, by kind, as a reader would want to see it."""
+    data = data if isinstance(data, dict) else {}
+    parts = _dig(data, "content", "parts", default=[])
+    parts = [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+    text = [p["text"] for p in parts if isinstance(p.get("text"), str)]
+    if isinstance(data.get("error_message"), str):
+        text.append(data["error_message"])
+    tools = []
+    for part in parts:
+        if isinstance(call := part.get("function_call"), dict):
+            tools.append(f"{call.get('name', '')}({_compact(call.get('args', {}))})")
+        if isinstance(response := part.get("function_response"), dict):
+            tools.append(f"{response.get('name', '')} → {_compact(response.get('response', {}))}")
+    delta = _dig(data, "actions", "state_delta", default={})
+    state = [f"{key} = {_compact(value)}" for key, value in delta.items()] if isinstance(delta, dict) else []
+    return {"text": "\n".join(text), "tool": "\n".join(tools), "state": "\n".join(state)}
+
+
+def _dig(data: dict[str, Any], *path: str, default: Any) -> Any:
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
+    return default if data is None else data
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+# ---- highlighting ---------------------------------------------------------------------
+
+
+def _spans(text: str, terms: tuple[Term, ...]) -> list[tuple[int, int]]:
+    """Where in `text` the terms occur, as (start, end) character spans, merged and in order."""
+    tokens = list(_WORD.finditer(text))
+    words = [t.group().lower() for t in tokens]
+    positions: dict[str, list[int]] = defaultdict(list)
+    for i, word in enumerate(words):
+        positions[word].append(i)
+    found = []
+    for term in terms:
+        for i in _occurrences(term, positions, words):
+            found.append((tokens[i].start(), tokens[i + len(term.words) - 1].end()))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(found):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _occurrences(term: Term, positions: dict[str, list[int]], words: list[str]) -> Iterator[int]:
+    """Token positions where `term` starts, found from its first word's positions."""
+    first, *rest = term.words
+    if not rest:
+        keys = [w for w in positions if w.startswith(first)] if term.prefix else [first]
+        for key in keys:
+            yield from positions.get(key, [])
+        return
+    *middle, last = rest
+    for i in positions.get(first, []):
+        following = words[i + 1 : i + len(term.words)]
+        if len(following) == len(rest) and following[:-1] == middle and (
+            following[-1].startswith(last) if term.prefix else following[-1] == last
+        ):
+            yield i
+
+
+def _snippet(kind: str, text: str, terms: tuple[Term, ...]) -> Snippet:
+    text = text[:MAX_FIELD_CHARS]
+    spans = _spans(text, terms)
+    # The first hit a third of the way in, or as far in as the end of the text lets it be.
+    start = max(0, min(spans[0][0] - SNIPPET_CHARS // 3, len(text) - SNIPPET_CHARS)) if spans else 0
+    if start and (space := _SPACE.search(text, start, spans[0][0])):
+        start = space.end()  # begin at a word
+    end = min(len(text), start + SNIPPET_CHARS)
+    return Snippet(kind, _marked(text, spans, start, end), bool(spans))
+
+
+def _marked(text: str, spans: list[tuple[int, int]], start: int, end: int) -> SafeString:
+    """text[start:end], escaped, with each span in <mark>: the only markup in it."""
+    pieces = ["…"] if start else []
+    at = start
+    for s, e in spans:
+        s, e = max(s, start), min(e, end)
+        if s >= e:
+            continue
+        pieces += [_plain(text[at:s]), "<mark>", _plain(text[s:e]), "</mark>"]
+        at = e
+    pieces.append(_plain(text[at:end]))
+    if end < len(text):
+        pieces.append("…")
+    return mark_safe("".join(pieces))  # noqa: S308 - every piece of stored text went through escape()
+
+
+def _plain(text: str) -> str:
+    return escape(_SPACE.sub(" ", text))
+
