@@ -7,6 +7,7 @@ traceback instead of taking the server down.
 from __future__ import annotations
 
 import functools
+import importlib
 import traceback
 from dataclasses import dataclass
 from django.conf import settings
@@ -20,6 +21,8 @@ class LoadedAgent:
     name: str
     root: BaseAgent | AdkApp | None = None
     error: str | None = None
+    # The exception in one line ("RuntimeError: no API key"), for badges; `error` is the traceback.
+    error_line: str = ""
 
     @property
     def ok(self) -> bool:
@@ -61,5 +64,27 @@ def load(name: str) -> LoadedAgent:
         raise AgentNotFound(f"No agent named {name!r} in {agents_dir()}.")
     try:
         return LoadedAgent(name=name, root=loader().load_agent(name))
-    except Exception:  # an agent's own import error must not take the UI down
-        return LoadedAgent(name=name, error=traceback.format_exc())
+    except Exception as exc:  # an agent's own import error must not take the UI down
+        return LoadedAgent(name=name, error=traceback.format_exc(), error_line=_first_line(exc))
+
+
+def load_all() -> list[LoadedAgent]:
+    """Every agent of the agents folder, loaded (ADK caches the ones that load)."""
+    return [load(name) for name in agent_names()]
+
+
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def reload(name: str) -> LoadedAgent:
+    """The agent `name` loaded afresh from its files, so edits since the last load count.
+
+    ADK's own reload (what `adk web --reload` uses): drop the loader's cached
+    agent and the package's modules, then import again. Runs already started
+    keep the agent object they hold.
+    """
+    loader().remove_agent_from_cache(name)
+    importlib.invalidate_caches()  # files added to the package since are found too
+    return load(name)

@@ -1,32 +1,50 @@
-"""The API routes that need the agent itself: list-apps, `/run`, `/run_sse`, stop; and the docs page."""
+"""The API routes that need the agent itself: list-apps, `/run`, `/run_sse`, stop, app-info and
+the agent graphs; ADK's version, health and telemetry-consent routes; and the docs page."""
 from __future__ import annotations
 
+import sys
+from importlib.metadata import version as installed_version
+from pathlib import Path
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.http import StreamingHttpResponse
 from django.templatetags.static import static
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
 from drf_spectacular.views import SpectacularSwaggerView
+from google.adk.agents.base_agent import BaseAgent
+from google.adk.agents.llm_agent import LlmAgent
+from google.adk.apps.app import App as AdkApp
+from google.adk.cli.agent_graph import get_agent_graph
+from google.adk.cli.api_server import AppInfo
+from google.adk.cli.dev_server import GetEventGraphResult, TelemetryConsentRequest
+from google.adk.cli.utils.graph_serialization import serialize_app_info
+from google.adk.cli.utils.graph_visualization import plot_workflow_graph
 from google.adk.events import Event as AdkEvent
+from google.adk.utils.agent_info import get_agents_dict
 from google.genai import types
+from pydantic import RootModel
 from rest_framework import serializers
-from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
+from rest_framework.permissions import AllowAny
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from access.roles import reads
 from sessions_app import selectors
 from sessions_app.apis.base import (
     AdkApi,
     AdkBodySerializer,
     AdkEventList,
     AdkModelField,
+    BadRequest,
     _require_session,
     _validated,
+    validate_adk,
 )
 from sessions_app.keys import SessionKey
 from sessions_app.wire import adk_json
@@ -42,7 +60,7 @@ def _require_agent(app_name: str) -> None:
     except agents.AgentNotFound as exc:
         raise NotFound(str(exc)) from exc
     if not loaded.ok:
-        raise APIException(f"Agent {app_name!r} failed to load: {loaded.error.strip().splitlines()[-1]}")
+        raise APIException(f"Agent {app_name!r} failed to load: {loaded.error_line}")
 
 
 # ---- apps ----------------------------------------------------------------------
@@ -188,6 +206,198 @@ class RunStopApi(AdkApi):
         key = SessionKey(app_name, user_id, session_id)
         _require_session(key)
         return Response(self.OutputSerializer({"stopped": stop_run(key)}).data)
+
+
+# ---- ADK's server: version, health, telemetry consent -----------------------------
+
+
+class VersionApi(AdkApi):
+    @extend_schema_serializer(component_name="AdkVersion")
+    class OutputSerializer(serializers.Serializer):
+        version = serializers.CharField(help_text="google-adk's version.")
+        language = serializers.CharField()
+        language_version = serializers.CharField()
+
+    @extend_schema(operation_id="version", tags=["apps"], responses={200: OutputSerializer})
+    def get(self, request: Request) -> Response:
+        """ADK's `GET /version`: the google-adk serving the agents, and its Python."""
+        python = ".".join(str(n) for n in sys.version_info[:3])
+        return Response({"version": installed_version("google-adk"), "language": "python", "language_version": python})
+
+
+class HealthApi(AdkApi):
+    """ADK's `GET /health`, for load balancers: no login. `/healthz` also checks the database."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    throttle_classes: list[Any] = []
+
+    @extend_schema(operation_id="health", tags=["apps"], auth=[],
+                   responses={200: inline_serializer("AdkHealth", {"status": serializers.CharField()})})
+    def get(self, request: Request) -> Response:
+        return Response({"status": "ok"})
+
+
+@extend_schema_serializer(component_name="TelemetryConsent")
+class TelemetrySerializer(serializers.Serializer):
+    telemetry = serializers.BooleanField(allow_null=True)
+
+
+@reads  # nothing is stored: a viewer may send it
+class TelemetryApi(AdkApi):
+    """adk-web asks for consent to send its usage analytics to Google, and blocks its UI until
+    answered. adkui sends none: the consent is always off, so adk-web never asks, and a POST
+    (checked as ADK checks it) changes nothing."""
+
+    @extend_schema(operation_id="telemetry_get", tags=["apps"], responses={200: TelemetrySerializer})
+    def get(self, request: Request) -> Response:
+        return Response({"telemetry": False})
+
+    @extend_schema(operation_id="telemetry_set", tags=["apps"], request=TelemetryConsentRequest,
+                   responses={200: TelemetrySerializer})
+    def post(self, request: Request) -> Response:
+        if request.headers.get("x-adk-telemetry-request") != "true":
+            raise BadRequest("Forbidden: missing required security header")
+        validate_adk(TelemetryConsentRequest, request.data)
+        return Response({"telemetry": False})
+
+
+# ---- the agent: app-info and graphs ----------------------------------------------------
+
+
+def _app(app_name: str) -> AdkApp:
+    """The agent as ADK's App (a bare agent wrapped, as ADK's server wraps it)."""
+    _require_agent(app_name)
+    root = agents.load(app_name).root
+    if isinstance(root, AdkApp):
+        return root
+    return AdkApp.model_construct(name=app_name, root_agent=root)
+
+
+def _root_agent(app_name: str) -> BaseAgent:
+    return _app(app_name).root_agent
+
+
+class AppInfoApi(AdkApi):
+    @extend_schema(operation_id="app_info", tags=["apps"], responses={200: AppInfo})
+    def get(self, request: Request, app_name: str) -> Response:
+        """ADK's app-info: the root agent and every agent under it (400 when the root is no LlmAgent)."""
+        root = _root_agent(app_name)
+        if not isinstance(root, LlmAgent):
+            raise BadRequest("Root agent is not an LlmAgent")
+        info = AppInfo(name=app_name, root_agent_name=root.name, description=root.description, language="python",
+                       agents=async_to_sync(get_agents_dict)(root))
+        return Response(info.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+class BuildGraphApi(AdkApi):
+    @extend_schema(operation_id="build_graph", tags=["apps"],
+                   responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="ADK's serialized app: "
+                                                   "name, root_agent (the agent tree), readme.")})
+    def get(self, request: Request, app_name: str) -> Response:
+        """The app as ADK's graph serializer describes it, with the agent folder's README.md."""
+        app = _app(app_name)  # first: only an agent's own folder is read
+        readme = Path(agents.agents_dir()) / app_name / "README.md"
+        text = readme.read_text(encoding="utf-8", errors="replace") if readme.is_file() else None
+        return Response(serialize_app_info(app, text))
+
+
+class GraphQuerySerializer(serializers.Serializer):
+    dark_mode = serializers.BooleanField(default=False)
+    node = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000)
+
+
+class DotSourceMap(RootModel[dict[str, GetEventGraphResult]]):
+    """Schema only: Graphviz DOT source per workflow path ("" for the root)."""
+
+
+class BuildGraphImageApi(AdkApi):
+    @extend_schema(operation_id="build_graph_image", tags=["apps"], parameters=[GraphQuerySerializer],
+                   responses={200: DotSourceMap})
+    def get(self, request: Request, app_name: str) -> Response:
+        """DOT source of the agent (or of `node`, a path like `root/sub`) and of every workflow
+        under it, drawn by ADK's workflow plotter (DOT text: no Graphviz binary needed)."""
+        query = _validated(GraphQuerySerializer, request.query_params)
+        root = serialize_app_info(_app(app_name))["root_agent"]
+        target = _node_at(root, query["node"])
+        if target is None:
+            raise NotFound(f"Node not found: {query['node']}")
+        drawn = _workflows(target, query["node"])
+        drawn.setdefault(query["node"], target)  # a plain agent tree is drawn too
+        graphs = {}
+        for path, info in drawn.items():
+            dot = plot_workflow_graph({"root_agent": info}, format="dot", dark_mode=query["dark_mode"])
+            if dot:
+                graphs[path] = GetEventGraphResult(dot_src=str(dot)).model_dump(by_alias=True)
+        return Response(graphs)
+
+
+def _children(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """A serialized node's children: a workflow's graph nodes, its nodes, its sub-agents."""
+    found = [*((node.get("graph") or {}).get("nodes") or []), *(node.get("nodes") or []),
+             *(node.get("sub_agents") or [])]
+    return [child for child in found if isinstance(child, dict) and child.get("name")]
+
+
+def _node_at(root: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """The node at `path` ("a/b/c"; the root's own name may lead), or None."""
+    names = [name for name in path.strip("/").split("/") if name]
+    if names and names[0] == root.get("name"):
+        names = names[1:]
+    node: dict[str, Any] | None = root
+    for name in names:
+        node = next((child for child in _children(node) if child["name"] == name), None)
+        if node is None:
+            return None
+    return node
+
+
+def _workflows(node: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
+    """Every node with a workflow graph at or under `node`, by path."""
+    found = {path: node} if node.get("graph") else {}
+    for child in _children(node):
+        found.update(_workflows(child, f"{path}/{child['name']}" if path else child["name"]))
+    return found
+
+
+class GraphApi(AdkApi):
+    @extend_schema(operation_id="agent_graph", tags=["apps"], parameters=[GraphQuerySerializer],
+                   responses={200: GetEventGraphResult})
+    def get(self, request: Request, app_name: str) -> Response:
+        """The agent tree in DOT, no highlights (ADK's `GET /dev/apps/{app}/graph`)."""
+        query = _validated(GraphQuerySerializer, request.query_params)
+        graph = async_to_sync(get_agent_graph)(_root_agent(app_name), [], dark_mode=query["dark_mode"])
+        source = getattr(graph, "source", None)
+        return Response(GetEventGraphResult(dot_src=source).model_dump(by_alias=True) if source else {})
+
+
+# ---- what adkui does not do: edit, test-run or deploy agents -----------------------------
+
+NOT_HERE = ("adkui does not edit, build or deploy agents: ADK's dev server refuses these routes too "
+            "unless it runs on the caller's machine. Use `adk web` in the agent's folder for that.")
+
+
+class _AgentEditingOff(AdkApi):
+    """ADK's answer when its agent builder and deploy routes are off (a 403 with the reason):
+    adk-web then disables its builder switch and shows the reason on deploy. Nothing is read
+    or written, so anyone may be told, logged in or not."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    throttle_classes: list[Any] = []
+    OFF = {403: OpenApiResponse(OpenApiTypes.OBJECT, description=f'`{{"detail": "{NOT_HERE}"}}`')}
+
+
+class AgentEditingOffReadApi(_AgentEditingOff):
+    @extend_schema(tags=["apps"], auth=[], responses=_AgentEditingOff.OFF)
+    def get(self, request: Request, **kwargs: str) -> Response:
+        raise PermissionDenied(NOT_HERE)
+
+
+class AgentEditingOffWriteApi(_AgentEditingOff):
+    @extend_schema(tags=["apps"], auth=[], request=None, responses=_AgentEditingOff.OFF)
+    def post(self, request: Request, **kwargs: str) -> Response:
+        raise PermissionDenied(NOT_HERE)
 
 
 # ---- docs ----------------------------------------------------------------------

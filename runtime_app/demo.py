@@ -1,18 +1,26 @@
-"""The demo session a newcomer sees first: the trip planner run on a few messages."""
+"""The demo session a newcomer sees first: the trip planner run on a few messages,
+and what the scripted agents answer, read from their rules, for the home page."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from google.adk.agents.base_agent import BaseAgent
+from google.adk.apps.app import App as AdkApp
 from google.adk.sessions import Session
 from google.genai import types
 
 from eval_app import services as eval_services
 from eval_app.evalset_files import parse_eval_set_file
 from eval_app.models import EvalSet
+from sessions_app import selectors as session_selectors
+from sessions_app.models import Session as SessionRow
 from sessions_app.session_service import DjangoSessionService
 
 from .runners import make_runner
+from .scripted_model import ScriptedModel
 
 DEMO_APP, DEMO_USER, DEMO_SESSION = "trip_planner", "demo_user", "demo-session"
 DEMO_MESSAGES = [
@@ -52,3 +60,40 @@ def _import_demo_eval_set() -> None:
     parsed = parse_eval_set_file(filename=path.name, content=path.read_bytes())
     if not EvalSet.objects.filter(app_name=DEMO_APP, eval_set_id=parsed.eval_set.eval_set_id).exists():
         eval_services.eval_set_import(parsed=parsed, app_name=DEMO_APP)
+
+
+def demo_session() -> SessionRow | None:
+    """The stored demo session, once `load_demo` (or `manage.py up`) made it."""
+    return session_selectors.session_find(app_name=DEMO_APP, user_id=DEMO_USER, session_id=DEMO_SESSION)
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A message a scripted agent answers, and what its rule does with it."""
+
+    text: str
+    description: str
+    sub_agent: str = ""  # the sub-agent whose rule answers it; "" for the root agent
+
+
+def scripted_phrases(root: BaseAgent | AdkApp) -> list[Phrase]:
+    """The examples of the rules of every scripted model in the agent's tree.
+
+    Read from the rules themselves (`Rule.examples`, checked against their
+    patterns), so the list cannot drift from what the agents answer. An
+    agent on a real model (ADKUI_DEMO_MODEL) has none: it answers anything.
+    """
+    top = root.root_agent if isinstance(root, AdkApp) else root
+    phrases: list[Phrase] = []
+    for agent in _agent_tree(top):
+        model = getattr(agent, "model", None)
+        for rule in model.rules if isinstance(model, ScriptedModel) else []:
+            phrases += [Phrase(text, rule.description, "" if agent is top else agent.name) for text in rule.examples
+                        if text not in {p.text for p in phrases}]
+    return phrases
+
+
+def _agent_tree(agent: BaseAgent) -> Iterator[BaseAgent]:
+    yield agent
+    for sub_agent in agent.sub_agents:
+        yield from _agent_tree(sub_agent)

@@ -6,6 +6,9 @@ the agent does: the exception ends the run and is in the session as an error
 event, so the timeline shows why the run ended. `sse_stream` frames a run as
 ADK's `/run_sse` does.
 
+A failing sub-agent's error event names that sub-agent (`runners.ErrorAuthorPlugin`),
+not the parent ADK would name.
+
 Running invocations are kept in a registry so `stop_run` can abort them.
 The registry lives in this process only: with several workers, a stop must
 reach the worker that runs the invocation (the browser's own SSE or
@@ -85,6 +88,7 @@ class AgentRun:
         self.runner = runner
         self.error: Exception | None = None
         self.invocation_id = request.invocation_id
+        self.last_author: str | None = None  # the agent that spoke last: the one running
         self._abort = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -119,6 +123,7 @@ class AgentRun:
                         # The user's event is asked for only to learn the
                         # invocation id early; callers get what ADK's /run returns.
                         if event.author != "user":
+                            self.last_author = event.author
                             yield event
                 except (GeneratorExit, asyncio.CancelledError):
                     # Signalled before ADK's generator is closed, so ADK seals the
@@ -129,7 +134,8 @@ class AgentRun:
             logger.exception("Agent run failed for %s", self.request.key)
             self.error = exc
             if (_error_code(exc), str(exc)) not in recorded:
-                yield await _error_event(self.request.key, self.runner, self.invocation_id, exc)
+                author = self.last_author or _agent_name(self.runner, self.request.key)
+                yield await _error_event(self.request.key, self.runner, self.invocation_id, exc, author)
         finally:
             _unregister(self.request.key, self)
 
@@ -163,11 +169,13 @@ def _run_kwargs(request: RunRequest, abort: asyncio.Event) -> dict[str, Any]:
     }
 
 
-async def _error_event(key: SessionKey, runner: Runner | None, invocation_id: str | None, exc: Exception) -> AdkEvent:
+async def _error_event(
+    key: SessionKey, runner: Runner | None, invocation_id: str | None, exc: Exception, author: str
+) -> AdkEvent:
     """The event that ends a failed run, stored when the session still exists."""
     event = AdkEvent(
         invocation_id=invocation_id or new_invocation_context_id(),
-        author=_agent_name(runner, key),
+        author=author,
         error_code=AGENT_ERROR,
         error_message=f"{type(exc).__name__}: {exc}",
     )
@@ -249,6 +257,12 @@ def running_invocations(key: SessionKey) -> list[str | None]:
     """Invocation ids of this session's runs in this process (None: not known yet)."""
     with _running_lock:
         return [run.invocation_id for run in _running.get(key, [])]
+
+
+def running_sessions() -> list[SessionKey]:
+    """Sessions with a run in this process now (the home page lists them); read only."""
+    with _running_lock:
+        return list(_running)
 
 
 def stop_run(key: SessionKey) -> int:

@@ -216,12 +216,25 @@ class Rule(BaseModel):
 
     A ``str`` pattern is a case-insensitive substring; pass a compiled
     ``re.Pattern`` for a regex (``re.search`` semantics, flags are yours).
+
+    ``examples`` are messages the rule answers and ``description`` says what
+    it does, for people: the home page lists them so a newcomer knows what to
+    type. Each example must match the pattern, so the list cannot drift from it.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     pattern: Union[str, re.Pattern[str]]
     replies: list[ReplySource]
+    examples: list[str] = Field(default_factory=list)
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _check_examples(self) -> Rule:
+        unmatched = [example for example in self.examples if not self.matches(example)]
+        if unmatched:
+            raise ValueError(f"Rule examples must match its pattern; these do not: {unmatched}")
+        return self
 
     def matches(self, user_text: str) -> bool:
         if isinstance(self.pattern, re.Pattern):
@@ -351,6 +364,16 @@ class ScriptedModel(BaseLlm):
     """Checked first, in order, against the latest user message."""
     default: Optional[ReplySource] = None
     """Used when nothing else applies; ``None`` echoes the user message."""
+
+    @model_validator(mode="after")
+    def _check_examples_reach_their_rule(self) -> ScriptedModel:
+        # An example an earlier rule catches would tell people the wrong thing.
+        for rule in self.rules:
+            for example in rule.examples:
+                first = next(r for r in self.rules if r.matches(example))
+                if first is not rule:
+                    raise ValueError(f"Example {example!r} is answered by an earlier rule ({first.pattern!r}).")
+        return self
 
     @classmethod
     def supported_models(cls) -> list[str]:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import replay_views, views
 
 app_name = "runtime"
 urlpatterns = [
@@ -19,4 +19,7 @@ urlpatterns = [
     path("sessions/<int:pk>/rewind/apply/", views.rewind_apply, name="rewind_apply"),
     path("sessions/<int:pk>/fork/", views.session_fork, name="session_fork"),
     path("sessions/<int:pk>/reset/", views.session_reset, name="session_reset"),
+    path("sessions/<int:pk>/replay/start/", replay_views.replay_start, name="replay_start"),
+    path("sessions/<int:pk>/replay/", replay_views.replay_detail, name="replay_detail"),
+    path("sessions/<int:pk>/replay/stop/", replay_views.replay_stop, name="replay_stop"),
 ]

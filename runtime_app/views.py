@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 from google.adk.errors import InvocationNotFoundError
 from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.genai import types
 
 from inspector_app import views as inspector_views
@@ -28,23 +29,23 @@ from sessions_app.forms import SessionCreateForm
 from sessions_app.models import App, Event, Session
 from sessions_app.views import HtmxHttpRequest, int_or_404
 
-from . import agents, local_imports, runs
+from . import agents, chat, graph, home, local_imports, runs
 from .adk_import import ImportSourceError
 from . import services as runtime_services
 from .chat import chat_context
 from .forms import ChatForm
 
 SESSIONS_PER_PAGE = 25
-SORTS = {"-updated": "-update_time", "updated": "update_time", "-events": "-revision", "events": "revision"}
+SORTS = {
+    "-updated": "-update_time", "updated": "update_time", "-events": "-revision", "events": "revision",
+    "-errors": "-error_count", "-loops": "-tool_loop_count", "-tokens": "-total_tokens", "-cost": "-cost_usd",
+    "-ttft": "-ttft_ms", "ttft": "ttft_ms",
+}
 
 @require_GET
 def app_list(request: HtmxHttpRequest) -> HttpResponse:
-    stored = selectors.apps_by_name()
-    names = sorted(set(stored) | set(agents.agent_names()))
-    counts = selectors.session_counts()
-    rows = [{"name": n, "app": stored.get(n), "sessions": counts.get(n, 0), "is_agent": n in agents.agent_names()}
-            for n in names]
-    return render(request, "runtime_app/app_list.html", {"rows": rows} | _local_stores_context())
+    """The home dashboard: apps and their agents, sessions to look at, eval runs, the way into the demo."""
+    return render(request, "runtime_app/app_list.html", home.dashboard() | _local_stores_context())
 
 
 @require_GET
@@ -110,14 +111,19 @@ def _app_context(request: HtmxHttpRequest, app_name: str, app: App | None, is_ag
     user_id = request.GET.get("user", "").strip()
     search = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "-updated")
-    sessions = selectors.session_browser(app=app, user_id=user_id, search=search, order=SORTS.get(sort, "-update_time"))
+    sort = sort if sort in SORTS else "-updated"  # an unknown sort (an old or hand-made link): the default
+    attention = request.GET.get("attention") in ("1", "on", "true")
+    sessions = selectors.session_browser(
+        app=app, user_id=user_id, search=search, order=SORTS[sort], needing_attention=attention
+    )
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     loaded = agents.load(app_name) if is_agent else None
     return {
         "app_name": app_name, "app": app, "agent": loaded, "form": form, "page": page,
-        "user_filter": user_id, "search": search, "sort": sort,
+        "user_filter": user_id, "search": search, "sort": sort, "attention": attention,
         "users": selectors.user_ids(app) if app else [],
-        "live": app is not None and not (user_id or search) and sort == "-updated" and page.number == 1,
+        "agent_graph": graph.app_svg(loaded),
+        "live": app is not None and not (user_id or search or attention) and sort == "-updated" and page.number == 1,
     }
 
 
@@ -125,8 +131,12 @@ def _app_context(request: HtmxHttpRequest, app_name: str, app: App | None, is_ag
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
     filters = selectors.Filters.from_query(request.GET)
+    # The address holds the view (?at= selected event, ?key= open key history, filters), so a link restores it.
     at = int_or_404(request.GET.get("at"))
-    views, has_older = timeline.page(session, filters=filters, before=at + 1 if at is not None else None)
+    if at is not None and not 0 <= at <= session.revision:
+        raise Http404(f"Session {session.session_id!r} has no event #{at}.")
+    shown = timeline.page_at(session, at, filters=filters)
+    views, has_older = shown.views, shown.has_older
     context = {
         "session": session,
         "views": views,
@@ -135,7 +145,9 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "kinds": selectors.KINDS,
         "filter_query": timeline.filter_query(request.GET),
         "at": at,
-        "last_seq": views[-1].seq if views and at is None else session.revision,
+        "snapshot": shown.snapshot,
+        "open_key": request.GET.get("key", ""),
+        "last_seq": views[-1].seq if views and not shown.snapshot else session.revision,
         # authors on this page, not a scan of the whole session
         "authors": sorted({"user", *(v.row.author for v in views)} - {""}),
         "initial": selectors.initial_changes(session) if not has_older else [],
@@ -143,7 +155,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     }
     if request.htmx and request.htmx.target == "timeline-section":
         return render(request, "runtime_app/session_detail.html#timeline_section", context)
-    context |= chat_context(session) | inspector_views.header_context(session)
+    context |= chat_context(session) | inspector_views.header_context(session) | graph.session_context(session)
     return render(request, "runtime_app/session_detail.html", context)
 
 
@@ -154,25 +166,38 @@ async def chat_send(request: HttpRequest, pk: int) -> HttpResponse:
     form = ChatForm(request.POST)
     if not await sync_to_async(form.is_valid)():
         return await _chat_panel(request, session, form)
-    invocation_id = request.POST.get("invocation_id") or None
+    # The options stay as the user set them, for every later render of the panel.
+    await chat.aremember_options(request, form.options())
+    fresh = ChatForm(initial=form.options())
+    if form.state_only():  # a state change alone: no run of the agent
+        try:
+            await sync_to_async(runtime_services.session_state_update)(
+                session=session, state_delta=form.cleaned_data["state_delta"])
+        except (ValueError, SessionNotFoundError) as exc:  # a key too long, the session gone
+            form.add_error("state_delta", str(exc))
+            return await _chat_panel(request, session, form)
+        return await _chat_panel(request, session, fresh)
     message = form.cleaned_data["message"]
     run_request = runs.RunRequest(
         key=session.key,
         new_message=types.Content(role="user", parts=[types.Part(text=message)]) if message else None,
         state_delta=form.cleaned_data["state_delta"] or None,
-        invocation_id=invocation_id,
+        invocation_id=request.POST.get("invocation_id") or None,
         streaming=form.cleaned_data["streaming"],
         max_llm_calls=form.cleaned_data["max_llm_calls"],
     )
-    runtime_services.chat_start(session=session, request=run_request)
+    runtime_services.chat_start(session=session, request=run_request, keep_running=form.cleaned_data["keep_running"])
     await asyncio.sleep(0)  # let the run register, so the panel shows it running
-    return await _chat_panel(request, session, ChatForm(initial=form.cleaned_data | {"message": ""}), running=True)
+    return await _chat_panel(request, session, fresh, running=True)
 
 
 @require_POST
 def chat_stop(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
     asked = runs.stop_run(session.key)
+    if options := chat.posted_options(request.POST):
+        chat.remember_options(request, chat.remembered_options(request) | options)
+    # No form here: the panel gets the remembered one (chat.remembered_chat_form).
     context = chat_context(session) | {"running": asked > 0, "stopping": asked > 0}
     return render(request, "runtime_app/partials/chat_panel.html", context)
 
@@ -182,6 +207,7 @@ def rewind_preview(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
     event = _event(session, request.GET.get("seq"))
     preview = selectors.rewind_preview(session, event)
+    preview["initial_cleared"] = selectors.rewind_clears_unevented(session, preview)
     return render(request, "runtime_app/partials/rewind_preview.html", {"session": session, "event": event, **preview})
 
 
@@ -199,11 +225,8 @@ async def rewind_apply(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 def session_fork(request: HttpRequest, pk: int) -> HttpResponse:
-    """A new session of the same user whose session state is this one's as of an event.
-
-    Only session-scoped keys are copied: `app:` and `user:` state is shared,
-    and writing old values back would change it for every other session.
-    """
+    """A new session of the same user continuing this one's history up to an event
+    (see `sessions_app.services.session_fork` for what is copied)."""
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
     seq = int_or_404(request.POST.get("seq"))
     if seq is None or not 0 <= seq <= session.revision:

@@ -156,7 +156,8 @@ def test_hostile_payloads_render_inert_on_every_page(page, live_server, hostile)
     base = live_server.url
     assert_inert(page, f"{base}/sessions/{pk}/")
     expect(page.locator("#timeline article.event")).to_have_count(50)  # the newest page; older ones on request
-    page.locator("#load-older button").click()
+    # Reach the top as a reader does: the button loads on intersect, so a click can race its own swap.
+    page.evaluate("document.getElementById('timeline').scrollTop = 0")
     expect(page.locator("#timeline article.event")).to_have_count(count + 2)  # all events + "session created"
     page.locator(f"#event-{count} .head").click()
     expect(page.locator("#state-panel")).to_contain_text(f"State as of #{count}")

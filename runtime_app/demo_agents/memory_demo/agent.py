@@ -145,9 +145,12 @@ root_agent = LlmAgent(
     model=_model(
         ScriptedModel(
             rules=[
-                Rule(pattern=re.compile(r"\bnote\b", re.I), replies=[_note_call, _saved]),
-                Rule(pattern=re.compile(r"\bprefer\b", re.I), replies=[_preference_call, _saved]),
-                Rule(pattern=re.compile(r"\brecall\b", re.I), replies=[_recall_call, _recalled]),
+                Rule(pattern=re.compile(r"\bnote\b", re.I), replies=[_note_call, _saved],
+                     examples=["note: pack the camera"], description="saves a note as an artifact"),
+                Rule(pattern=re.compile(r"\bprefer\b", re.I), replies=[_preference_call, _saved],
+                     examples=["I prefer window seats"], description="keeps a preference in user:preferences.json"),
+                Rule(pattern=re.compile(r"\brecall\b", re.I), replies=[_recall_call, _recalled],
+                     examples=["recall camera"], description="searches long-term memory (load_memory)"),
             ],
             default=_chat,
         )

@@ -81,8 +81,12 @@ weather_expert = LlmAgent(
     description="Answers questions about the weather at a destination.",
     model=_model(
         ScriptedModel(
-            rules=[Rule(pattern="weather", replies=[_weather_call, _weather_answer])],
-            default=Reply(text="I only know about the weather.", chunks=["I only know ", "about the weather."]),
+            rules=[Rule(pattern="weather", replies=[_weather_call, _weather_answer],
+                        examples=["What is the weather in Lisbon?"], description="reports the weather, or fails for an unknown city")],
+            # Anything else goes back to the planner: after a transfer ADK keeps
+            # talking to the agent that answered last, so without this a demo
+            # session that asked about the weather could no longer plan a trip.
+            default=Reply(function_calls=[Call("transfer_to_agent", {"agent_name": "trip_planner"})]),
         )
     ),
     instruction="You report the weather. The traveller is going to {destination?}.",
@@ -95,10 +99,14 @@ root_agent = LlmAgent(
     model=_model(
         ScriptedModel(
             rules=[
-                Rule(pattern="weather", replies=[Reply(function_calls=[Call("transfer_to_agent", {"agent_name": "weather_expert"})])]),
+                Rule(pattern="weather", replies=[Reply(function_calls=[Call("transfer_to_agent", {"agent_name": "weather_expert"})])],
+                     examples=["What is the weather in Lisbon?", "And the weather in Atlantis?"],
+                     description="hands the question to weather_expert (Atlantis has no weather station: a tool error)"),
                 Rule(
                     pattern=re.compile(r"\b(trip|plan|go)\b", re.I),
                     replies=[_plan_call, Reply(text="Done! Your trip is planned.", chunks=["Done! ", "Your trip ", "is planned."])],
+                    examples=["Please plan a trip to Lisbon"],
+                    description="calls plan_trip, which writes user:, app:, session and temp: state",
                 ),
             ],
             default=Reply(
