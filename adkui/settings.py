@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from corsheaders.defaults import default_headers as default_cors_headers
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
@@ -63,6 +64,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "csp",
+    "corsheaders",
     # The house, top to bottom: each app imports only those below it.
     "runtime_app",
     "eval_app",
@@ -76,6 +78,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Every response gets the Content-Security-Policy (CONTENT_SECURITY_POLICY below).
     "csp.middleware.CSPMiddleware",
+    # CORS for ADKUI_CORS_ORIGINS on /api/ only (below); before anything that may answer,
+    # so a refusal reaches an allowed origin's page too.
+    "corsheaders.middleware.CorsMiddleware",
     "access.middleware.RefuseBadInput",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -104,6 +109,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # The session page's chat form, with the run options this browser picked.
+                "runtime_app.chat.remembered_chat_form",
             ],
         },
     },
@@ -218,6 +225,8 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 # style anywhere: behaviour lives in static/adkui/adkui.js, looks in the CSS
 # files. NONCE is only for the API docs page (drf-spectacular's Swagger UI
 # starts from an inline script); pages that do not ask for one get no nonce.
+# Google's adk-web at /dev-ui/ cannot live with this: its views alone answer
+# with the policy it needs (runtime_app.dev_ui.policy).
 # 'self' also covers this host's ws:/wss: (CSP level 3), so the live
 # websockets need no wider connect-src.
 CONTENT_SECURITY_POLICY = {
@@ -233,6 +242,14 @@ CONTENT_SECURITY_POLICY = {
         "frame-ancestors": [NONE],
     }
 }
+# CORS (django-cors-headers): browsers on these origins (comma-separated, e.g.
+# `adk web` serving adk-web elsewhere, pointed at our /api) may call the API.
+# Off by default; never for pages. No cookies cross-origin (credentials off):
+# with logins on, such a client sends an API token (`Authorization: Token ...`).
+CORS_ALLOWED_ORIGINS = envlist("ADKUI_CORS_ORIGINS", [])
+CORS_URLS_REGEX = r"^/api/.*$"
+CORS_ALLOW_HEADERS = (*default_cors_headers, "x-adk-telemetry-request")
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
@@ -290,11 +307,35 @@ ADKUI_MEMORY_IDLE_SECONDS = envint("ADKUI_MEMORY_IDLE_SECONDS", 1800)
 ADKUI_RECORDER_ENABLED = envbool("ADKUI_RECORDER_ENABLED", True)
 ADKUI_RECORDER_MAX_BYTES = envint("ADKUI_RECORDER_MAX_BYTES", 64_000)
 
+# A session's cost (sessions_app.health): USD per million tokens of prompt ("input"),
+# output with thinking ("output") and cached prompt ("cached"; default: the input
+# rate), by the model name a response carries; a dated, preview or experimental
+# build (`gemini-2.5-flash-preview-09-2025`, `-001`) costs what its model costs.
+# `*_long` rates apply to prompts over 200k tokens. Responses of a model not named
+# here get no cost ("—"). Defaults: Google's Gemini API paid tier, text and image
+# input, as published at ai.google.dev/gemini-api/docs/pricing.
+ADKUI_MODEL_PRICES = {
+    "gemini-3-pro": {"input": 2.00, "output": 12.00, "cached": 0.20,
+                     "input_long": 4.00, "output_long": 18.00, "cached_long": 0.40},
+    "gemini-3-flash": {"input": 0.50, "output": 3.00, "cached": 0.05},
+    "gemini-2.5-pro": {"input": 1.25, "output": 10.00, "cached": 0.125,
+                       "input_long": 2.50, "output_long": 15.00, "cached_long": 0.25},
+    "gemini-2.5-flash": {"input": 0.30, "output": 2.50, "cached": 0.03},
+    "gemini-2.5-flash-lite": {"input": 0.10, "output": 0.40, "cached": 0.01},
+    "gemini-2.0-flash": {"input": 0.10, "output": 0.40, "cached": 0.025},
+    "gemini-2.0-flash-lite": {"input": 0.075, "output": 0.30},
+}
+
 # Eval cases run at once in one eval run.
 ADKUI_EVAL_CONCURRENCY = envint("ADKUI_EVAL_CONCURRENCY", 1)
 
 # The folder of ADK agent packages, like `adk web AGENTS_DIR`.
 ADKUI_AGENTS_DIR = os.environ.get("ADKUI_AGENTS_DIR", str(BASE_DIR / "runtime_app" / "demo_agents"))
+
+# A chat run started from the session page stops this many seconds after the
+# last viewer of the session left (closed or navigated away), unless its
+# sender ticked "keep running when I leave".
+ADKUI_ORPHAN_RUN_TIMEOUT = envint("ADKUI_ORPHAN_RUN_TIMEOUT", 60)
 
 # runtime_app loads agents and builds Runners; it sits above the feature apps,
 # so none of them imports it. The two things they need from it (the agents
@@ -321,5 +362,17 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
-    "loggers": {"adkui": {"level": os.environ.get("LOG_LEVEL", "INFO")}},
+    # Each request is logged once, by the server that answered it: daphne's
+    # "django.channels.server" under `manage.py up`, "uvicorn.access" in
+    # production. Django's own "django" handler (DEBUG only) printed each of
+    # daphne's lines a second time beside the root's, and "django.request"
+    # repeated every 4xx as a warning: "django" now writes through ours alone,
+    # and "django.request" reports only errors (a 5xx, with its traceback).
+    # uvicorn's access lines come through ours too, so LOG_FORMAT=json covers them.
+    "loggers": {
+        "adkui": {"level": os.environ.get("LOG_LEVEL", "INFO")},
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.request": {"level": "ERROR"},
+        "uvicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
 }

@@ -17,12 +17,15 @@ urlpatterns = [
     path("api/", include("sessions_app.api_urls")),
     path("api/", include("memory_app.api_urls")),
     path("api/", include("eval_app.api_urls")),
+    path("api/", include("inspector_app.api_urls")),
     re_path(r"^api/(?P<rest>.*)$", errors.api_route_not_found),
     path("evals/", include("eval_app.urls")),
     path("memory/", include("memory_app.urls")),
     path("inspect/", include("inspector_app.urls")),
-    path("", include("runtime_app.urls")),
+    path("dev-ui/", include("runtime_app.dev_ui")),  # Google's adk-web, on our /api
+    # sessions_app first: its /apps/<app>/search/ would otherwise be read as the page of an app "<app>/search".
     path("", include("sessions_app.urls")),
+    path("", include("runtime_app.urls")),
 ]
 
 # JSON under /api/ for routes no view answers, as DRF answers for the ones it does.

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from statistics import mean
 from typing import Any
 
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 from django.urls import NoReverseMatch, reverse
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
 from google.adk.evaluation.eval_case import IntermediateData, Invocation, SessionInput
@@ -135,6 +135,34 @@ def active_run_workers() -> set[str]:
     """The workers named by queued or running runs."""
     runs = EvalRun.objects.filter(status__in=EvalRun.ACTIVE).exclude(worker="")
     return set(runs.values_list("worker", flat=True))
+
+
+def runs_in_progress(*, limit: int = 10) -> list[EvalRun]:
+    """The newest queued or running runs, with their sets (the home page)."""
+    active = EvalRun.objects.filter(status__in=EvalRun.ACTIVE).select_related("eval_set")
+    return list(active.order_by("-pk")[:limit])
+
+
+@dataclass(frozen=True)
+class LatestRun:
+    """A set's newest run that is over and finished at least one case."""
+
+    run: EvalRun
+
+    @property
+    def pass_percent(self) -> int:
+        return round(100 * self.run.passed / self.run.done)
+
+
+def latest_run_per_set(*, limit: int = 10) -> list[LatestRun]:
+    """Per eval set, its newest run that is over (a running run's rate is still moving;
+    `runs_in_progress` has those) and has results, the sets run most recently
+    first: two queries, however many runs there are."""
+    over = Q(runs__done__gt=0) & ~Q(runs__status__in=EvalRun.ACTIVE)
+    sets = (EvalSet.objects.annotate(latest=Max("runs__pk", filter=over))
+            .filter(latest__isnull=False).order_by("-latest").values_list("latest", flat=True)[:limit])
+    runs = EvalRun.objects.select_related("eval_set").in_bulk(list(sets))
+    return [LatestRun(runs[pk]) for pk in sorted(runs, reverse=True)]
 
 
 @dataclass
@@ -377,3 +405,45 @@ def run_compare(a: EvalRun, b: EvalRun) -> list[CaseComparison]:
 
 def _at(calls: list[list[dict[str, Any]]], index: int) -> list[dict[str, Any]]:
     return calls[index] if index < len(calls) else []
+
+
+# ---- ADK's eval routes: what adk-web's Eval tab reads ---------------------------------
+
+
+def eval_set_ids_for_app(app_name: str) -> list[str]:
+    return sorted(set(eval_sets_for_app(app_name).values_list("eval_set_id", flat=True)))
+
+
+def eval_set_for_app(app_name: str, eval_set_id: str) -> EvalSet | None:
+    """The agent's own set of that id, else the set of that id for any agent."""
+    found = {s.app_name: s for s in eval_sets_for_app(app_name).filter(eval_set_id=eval_set_id)}
+    return found.get(app_name) or found.get("")
+
+
+def eval_case_find(eval_set: EvalSet, eval_id: str) -> EvalCase | None:
+    return eval_set.cases.filter(eval_id=eval_id).first()
+
+
+def finished_runs_for_app(app_name: str) -> list[EvalRun]:
+    """The agent's runs that are over, oldest first: ADK keeps a result once its run has ended."""
+    runs = EvalRun.objects.filter(app_name=app_name).exclude(status__in=EvalRun.ACTIVE)
+    return list(runs.select_related("eval_set").order_by("pk"))
+
+
+def eval_set_result_id(run: EvalRun) -> str:
+    """ADK names a result `<app>_<eval set>_<timestamp>`; ours end with the run's number instead."""
+    return f"{run.app_name}_{run.eval_set.eval_set_id}_{run.pk}"
+
+
+def finished_run_for_result_id(app_name: str, result_id: str) -> EvalRun | None:
+    number = result_id.rpartition("_")[2]
+    if not (number.isascii() and number.isdigit()) or len(number) > 18:  # beyond a 64-bit key: no run
+        return None
+    run = EvalRun.objects.select_related("eval_set").filter(pk=int(number), app_name=app_name).first()
+    if run is None or run.is_active or eval_set_result_id(run) != result_id:
+        return None
+    return run
+
+
+def run_results_with_invocations(run: EvalRun) -> list[EvalCaseResult]:
+    return list(run.results.prefetch_related("invocations").order_by("position", "repeat", "pk"))

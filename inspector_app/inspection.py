@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from sessions_app import health
+
 from .capping import split_mark
 from .models import ModelCall
 
@@ -178,7 +180,7 @@ def _part(part: Any, spans: list[dict[str, Any]]) -> PartView:
     if isinstance(part.get("function_response"), dict):
         resp = part["function_response"]
         value = resp.get("response")
-        is_error = isinstance(value, dict) and ("error" in value or value.get("status") == "error")
+        is_error = health.is_tool_error(value)
         return PartView("response", name=str(resp.get("name") or ""), value=value, is_error=is_error)
     if isinstance(part.get("inline_data"), dict):
         blob = part["inline_data"]

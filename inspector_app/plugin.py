@@ -33,6 +33,8 @@ from google.adk.agents.base_agent import BaseAgent
 from google.adk.apps.app import App as AdkApp
 from google.adk.plugins.base_plugin import BasePlugin
 
+from sessions_app import health
+from sessions_app import services as session_services
 from sessions_app.keys import SessionKey
 
 from . import payloads, placeholders, selectors, services
@@ -200,6 +202,9 @@ class RecorderPlugin(BasePlugin):
         await self._write(inv, lambda: services.model_call_record(
             span=self._span(inv, call), event_id=event_id, request=call.request or {},
             response=call.response or {}, first_chunk_ms=call.first_chunk_ms))
+        if call.request and "answered_by" not in (call.response or {}):  # a callback's answer: no request was sent
+            await self._write(inv, lambda: session_services.session_health_record_model_call(
+                session_pk=inv.session_pk, request_fingerprint=_fingerprint(call.request), ttft_ms=_ttft_ms(call)))
 
     async def _store_tool(self, inv: _Invocation, tool: _ToolCall, event_id: str = "") -> None:
         inv.tools.pop(tool.function_call_id, None)
@@ -392,6 +397,19 @@ class RecorderPlugin(BasePlugin):
             # An agent that transferred control is never closed by ADK; it lasts the run.
             run.finish(error)
             await self._store_agent(inv, run)
+
+
+def _fingerprint(request: dict[str, Any]) -> int:
+    """What the model was sent, without the placeholder spans and templates we add for the page."""
+    return health.request_fingerprint({k: v for k, v in request.items() if k not in ("spans", "templates")})
+
+
+def _ttft_ms(call: _ModelCall) -> float | None:
+    """Time to the first streamed chunk; unstreamed, the whole answer is the first token. None if it failed."""
+    if call.first_chunk_ms is not None:
+        return call.first_chunk_ms
+    failed = call.error or (call.response or {}).get("error_code")
+    return None if failed else call.duration_ms
 
 
 def _answered_by_callback(call: _ModelCall, event: Any) -> None:

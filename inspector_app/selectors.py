@@ -145,3 +145,27 @@ def _widen(totals: Totals, row: dict) -> None:
         totals.started_at = row["first"] if totals.started_at is None else min(totals.started_at, row["first"])
     if row["last"] is not None:
         totals.ended_at = row["last"] if totals.ended_at is None else max(totals.ended_at, row["last"])
+
+
+# ---- adk-web's trace view (ADK's /dev/apps/{app}/debug/trace routes) --------------------------------
+
+
+def session_recordings(*, app_name: str, session_id: str) -> tuple[list[AgentRun], list[ModelCall], list[ToolCall]]:
+    """Every record of the ADK session `session_id` of `app_name`, oldest first, payloads
+    included. Any user's: ADK's own trace store knows a session by its id alone."""
+    where = {"app_name": app_name, "adk_session_id": session_id}
+    return (
+        list(AgentRun.objects.filter(**where).order_by("started_at", "pk")),
+        list(ModelCall.objects.filter(**where).order_by("started_at", "pk")),
+        list(ToolCall.objects.filter(**where).order_by("started_at", "pk")),
+    )
+
+
+def event_recording(*, app_name: str, event_id: str) -> ModelCall | ToolCall | None:
+    """The model call that produced event `event_id`, else the tool call it answers."""
+    if not event_id:
+        return None
+    model_call = ModelCall.objects.filter(app_name=app_name, event_id=event_id).order_by("-started_at", "-pk").first()
+    if model_call is not None:
+        return model_call
+    return ToolCall.objects.filter(app_name=app_name, event_id=event_id).order_by("-started_at", "-pk").first()

@@ -52,19 +52,19 @@ def invocation_trace(session: Session, invocation_id: str) -> Trace:
         return Trace(invocation_id, [], None, 0.0)
     seqs = selectors.event_seqs(session, {getattr(r.record, "event_id", "") for r in rows})
     start = min(r.record.started_at for r in rows)
-    end = max(_end(r.record, start) for r in rows)
+    end = max(end_of(r.record, start) for r in rows)
     span = max(end - start, 1e-6)
     for row in rows:
         row.event_seq = seqs.get(getattr(row.record, "event_id", ""))
         row.left_pct = round((row.record.started_at - start) / span * 100, 2)
-        row.width_pct = max(round((_end(row.record, end) - row.record.started_at) / span * 100, 2), 0.4)
+        row.width_pct = max(round((end_of(row.record, end) - row.record.started_at) / span * 100, 2), 0.4)
     flat = _flatten(_tree(rows))
     placed = {id(r) for r in flat}
     flat += [r for r in rows if id(r) not in placed]  # parent cycles: only in corrupt data
     return Trace(invocation_id, flat, start, round((end - start) * 1000, 3))
 
 
-def _end(record: Recorded, fallback: float) -> float:
+def end_of(record: Recorded, fallback: float) -> float:
     """When a record ended; an unfinished one lasts until `fallback` (the trace's end)."""
     return record.ended_at if record.ended_at is not None else max(fallback, record.started_at)
 

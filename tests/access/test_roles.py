@@ -23,7 +23,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from access.roles import DELETE, EDIT, VIEW, deletes, login_only, permission_needed, reads
 from sessions_app.models import Session as SessionRow
 
-from .conftest import DEMO_EVALSET, PASSWORD, World, snapshot
+from .conftest import DEMO_EVALSET, PASSWORD, SID, USER, World, snapshot
 
 OPEN, LOGIN = "public", "login-only"
 G, P = "GET", "POST"
@@ -46,10 +46,14 @@ RULES: dict[str, dict[str, str]] = {
     "runtime:rewind_apply": {P: EDIT},
     "runtime:session_fork": {P: EDIT},
     "runtime:session_reset": {P: EDIT},
+    "runtime:replay_start": {P: EDIT},
+    "runtime:replay_detail": {G: VIEW},
+    "runtime:replay_stop": {P: EDIT},
     "sessions_app:session_events": {G: VIEW},
     "sessions_app:session_state": {G: VIEW},
     "sessions_app:key_history": {G: VIEW},
     "sessions_app:session_delete": {G: VIEW, P: DELETE},
+    "sessions_app:event_search": {G: VIEW},
     "eval_app:eval_set_list": {G: VIEW, P: EDIT},
     "eval_app:eval_set_detail": {G: VIEW},
     "eval_app:eval_set_delete": {P: DELETE},
@@ -87,6 +91,7 @@ RULES: dict[str, dict[str, str]] = {
     "sessions_api:session": {G: VIEW, P: EDIT, "PATCH": EDIT, "DELETE": DELETE},
     "sessions_api:session-events": {G: VIEW, P: EDIT},
     "sessions_api:session-state": {G: VIEW},
+    "sessions_api:event-search": {G: VIEW},
     "artifact_api_version_metadata": {G: VIEW},
     "artifact_api_versions_metadata": {G: VIEW},
     "artifact_api_version": {G: VIEW},
@@ -97,6 +102,38 @@ RULES: dict[str, dict[str, str]] = {
     "eval_api:eval-sets": {G: VIEW},
     "eval_api:eval-run-create": {P: EDIT},
     "eval_api:eval-run": {G: VIEW},
+    # ADK's own routes adk-web calls (and adk-web itself at /dev-ui/)
+    "runtime_api:version": {G: VIEW},
+    "runtime_api:health": {G: OPEN},
+    "runtime_api:telemetry": {G: VIEW, P: VIEW},  # a POST that stores nothing
+    "runtime_api:app-info": {G: VIEW},
+    "runtime_api:build-graph": {G: VIEW},
+    "runtime_api:build-graph-image": {G: VIEW},
+    "runtime_api:graph": {G: VIEW},
+    # refused to all, logged in or not: adkui does not build or deploy agents
+    "runtime_api:builder": {G: OPEN}, "runtime_api:deploy-defaults": {G: OPEN},
+    "runtime_api:builder-save": {P: OPEN}, "runtime_api:builder-cancel": {P: OPEN}, "runtime_api:deploy": {P: OPEN},
+    "inspector_api:session-trace": {G: VIEW},
+    "inspector_api:event-trace": {G: VIEW},
+    "eval_api:adk-eval-sets": {G: VIEW, P: EDIT},
+    "eval_api:adk-eval-sets-legacy": {G: VIEW},
+    "eval_api:adk-eval-set": {G: VIEW, "DELETE": DELETE},
+    "eval_api:adk-eval-set-legacy": {P: EDIT},
+    "eval_api:adk-eval-cases": {G: VIEW},
+    "eval_api:adk-eval-case": {G: VIEW, "PUT": EDIT, "DELETE": DELETE},
+    "eval_api:adk-eval-case-legacy": {G: VIEW, "PUT": EDIT, "DELETE": DELETE},
+    "eval_api:adk-eval-add-session": {P: EDIT},
+    "eval_api:adk-eval-add-session-legacy": {P: EDIT},
+    "eval_api:adk-eval-run": {P: EDIT},
+    "eval_api:adk-eval-run-legacy": {P: EDIT},
+    "eval_api:adk-eval-results": {G: VIEW},
+    "eval_api:adk-eval-results-legacy": {G: VIEW},
+    "eval_api:adk-eval-result": {G: VIEW},
+    "eval_api:adk-eval-result-legacy": {G: VIEW},
+    "eval_api:adk-metrics-info": {G: VIEW},
+    "dev_ui:index": {G: VIEW},
+    "dev_ui:runtime-config": {G: VIEW},
+    "dev_ui:asset": {G: OPEN},
 }
 METHODS = (G, P, "PUT", "PATCH", "DELETE")
 MISSING = 987654  # a pk no row has
@@ -189,6 +226,34 @@ def _message(w: World) -> dict[str, Any]:
             "newMessage": {"role": "user", "parts": [{"text": "hi"}]}}
 
 
+def _adk_eval_probes() -> dict[tuple[str, str], Probe]:
+    """ADK's eval routes: the world's demo set and its first case (a missing one is another app's)."""
+
+    def dev(suffix: str, body: Callable[[World], dict[str, Any]] = lambda w: {}) -> Probe:
+        return Probe(lambda w, missing: (f"/api/dev/apps/{'no_such_app' if missing else w.app}/{suffix}", body(w)),
+                     api=True)
+
+    case = {"evalId": "greeting", "conversation": []}
+    add = {"evalId": "from_session", "sessionId": SID, "userId": USER}
+    run = {"eval_case_ids": ["greeting"], "eval_metrics": [{"metricName": "response_match_score", "threshold": 0.5}]}
+    probes = {
+        ("eval_api:adk-eval-sets", P): dev("eval-sets", lambda w: {"eval_set": {"eval_set_id": "new", "eval_cases": []}}),
+        ("eval_api:adk-eval-set-legacy", P): dev("eval_sets/new"),
+        ("eval_api:adk-eval-set", "DELETE"): dev("eval-sets/trip_planner_demo"),
+    }
+    for name, path in (("adk-eval-case", "eval-sets/trip_planner_demo/eval-cases/greeting"),
+                       ("adk-eval-case-legacy", "eval_sets/trip_planner_demo/evals/greeting")):
+        probes[(f"eval_api:{name}", "PUT")] = dev(path, lambda w: case)
+        probes[(f"eval_api:{name}", "DELETE")] = dev(path)
+    for name, path in (("adk-eval-add-session", "eval-sets/trip_planner_demo/add-session"),
+                       ("adk-eval-add-session-legacy", "eval_sets/trip_planner_demo/add_session")):
+        probes[(f"eval_api:{name}", P)] = dev(path, lambda w: add)
+    for name, path in (("adk-eval-run", "eval-sets/trip_planner_demo/run"),
+                       ("adk-eval-run-legacy", "eval_sets/trip_planner_demo/run_eval")):
+        probes[(f"eval_api:{name}", P)] = dev(path, lambda w: run)
+    return probes
+
+
 PROBES: dict[tuple[str, str], Probe] = {
     ("^api/(?P<rest>.*)$", method): Probe(lambda w, missing: ("/api/no-such-route", {}), api=True)
     for method in (P, "PUT", "PATCH", "DELETE")
@@ -201,6 +266,8 @@ PROBES: dict[tuple[str, str], Probe] = {
         f"/sessions/{MISSING if missing else w.pk}/rewind/apply/", {"invocation_id": w.invocation_id})),
     ("runtime:session_fork", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/fork/", {"seq": 1})),
     ("runtime:session_reset", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/reset/", {})),
+    ("runtime:replay_start", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/replay/start/", {})),
+    ("runtime:replay_stop", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/replay/stop/", {})),
     # No agent has an `adk web` store here: an allowed start is answered 400, an allowed stop does nothing.
     ("runtime:local_import_start", P): Probe(lambda w, missing: ("/imports/local/start/", {"app": w.app})),
     ("runtime:local_import_stop", P): Probe(lambda w, missing: ("/imports/local/stop/", {"app": w.app})),
@@ -246,7 +313,7 @@ PROBES: dict[tuple[str, str], Probe] = {
         f"/api/apps/{w.app}/users/{w.user}/memory", {"sessionId": "no-such-session" if missing else w.sid}), api=True),
     ("eval_api:eval-run-create", P): Probe(lambda w, missing: (
         f"/api/evals/sets/{MISSING if missing else w.set_pk}/runs", {}), api=True),
-}
+} | _adk_eval_probes()
 
 
 def send(client: Client, method: str, probe: Probe, w: World, *, missing: bool = False) -> HttpResponse:

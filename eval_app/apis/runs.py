@@ -1,4 +1,4 @@
-"""REST API: list eval sets, start a run, read a run's progress and results (for scripts and CI)."""
+"""Our eval API, for scripts and CI: list eval sets, start a run, read a run's progress and results."""
 from __future__ import annotations
 
 from typing import Any
@@ -13,10 +13,10 @@ from rest_framework.views import APIView
 
 from sessions_app.runtime import agent_names
 
-from . import selectors, services
-from .evalset_files import EvalSetFileError, specs_from_criteria, specs_from_stored
-from .forms import concurrency_setting
-from .models import EvalRun, EvalSet
+from .. import selectors, services
+from ..evalset_files import EvalSetFileError, specs_from_criteria, specs_from_stored
+from ..forms import concurrency_setting
+from ..models import EvalRun, EvalSet
 
 
 class EvalSetListApi(APIView):
