@@ -65,6 +65,8 @@ INSTALLED_APPS = [
     "axes",
     "csp",
     "corsheaders",
+    "django_tasks",
+    "django_tasks_db",
     # The house, top to bottom: each app imports only those below it.
     "runtime_app",
     "eval_app",
@@ -376,3 +378,8 @@ LOGGING = {
         "uvicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }
+
+# Background work (eval cases) runs as django-tasks on its database backend:
+# no broker, SQLite or PostgreSQL, `manage.py db_worker` processes on any number
+# of machines (`manage.py up` starts one beside the server).
+TASKS = {"default": {"BACKEND": os.environ.get("ADKUI_TASKS_BACKEND", "django_tasks_db.DatabaseBackend")}}

@@ -85,7 +85,15 @@ class EvalRun(models.Model):
 
     eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="runs")
     app_name = models.CharField(max_length=255, help_text="The agent run.")
-    metrics = models.JSONField(default=list, help_text="MetricSpec dicts: name, threshold, match type, ignore args.")
+    metrics = models.JSONField(
+        default=list, help_text="ADK's EvalMetric dicts (metric_name, threshold, criterion), as the run asked for them."
+    )
+    judge_model = models.CharField(
+        max_length=255, blank=True, default="", help_text="The judge (and user simulator) model of this run; blank: ADK's."
+    )
+    user_simulator_config = models.JSONField(
+        null=True, blank=True, help_text="ADK's EvalConfig.user_simulator_config for conversation_scenario cases."
+    )
     eval_ids = models.JSONField(default=list, help_text="The cases run, in order.")
     repeats = models.PositiveIntegerField(default=1)
     concurrency = models.PositiveIntegerField(default=1)
@@ -150,6 +158,12 @@ class EvalCaseResult(models.Model):
     agent_seconds = models.FloatField(default=0.0)
     seconds = models.FloatField(default=0.0)
     finished_at = models.DateTimeField(default=timezone.now)
+    adk_result = models.JSONField(
+        null=True, blank=True, help_text="ADK's EvalCaseResult, whole but for session_details (mode=json)."
+    )
+    judge_samples = models.JSONField(
+        default=list, blank=True, help_text="Each judge call: metric, invocation, sample, raw answer, parsed verdicts."
+    )
 
     class Meta:
         ordering = ["position", "repeat", "pk"]
@@ -157,6 +171,38 @@ class EvalCaseResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.eval_id} #{self.repeat}: {self.status}"
+
+
+class EvalWorkItem(models.Model):
+    """One case (and repeat) of a run, as a unit of work for the task engine.
+
+    A worker leases an item (state running, its id, a heartbeat); an item whose
+    heartbeat goes stale belonged to a worker that died, and is queued again.
+    """
+
+    QUEUED, RUNNING, DONE, CANCELLED = "queued", "running", "done", "cancelled"
+    STATES = [(s, s) for s in (QUEUED, RUNNING, DONE, CANCELLED)]
+
+    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="work_items")
+    case = models.ForeignKey(EvalCase, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    eval_id = models.CharField(max_length=255)
+    repeat = models.PositiveIntegerField(default=0)
+    position = models.PositiveIntegerField(default=0)
+    state = models.CharField(max_length=16, choices=STATES, default=QUEUED)
+    worker = models.CharField(max_length=255, blank=True, default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    task_id = models.CharField(max_length=64, blank=True, default="", help_text="The django-tasks result id last enqueued.")
+    last_error = models.TextField(blank=True, default="", help_text="The last infrastructure fault, retried.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["position", "repeat", "pk"]
+        constraints = [models.UniqueConstraint(fields=["run", "eval_id", "repeat"], name="unique_work_item")]
+        indexes = [models.Index(fields=["state", "heartbeat_at"], name="eval_work_item_lease")]
+
+    def __str__(self) -> str:
+        return f"{self.eval_id} #{self.repeat} of run {self.run_id}: {self.state}"
 
 
 class EvalInvocationResult(models.Model):
