@@ -6,10 +6,19 @@ full and with num_recent_events=50. Then grows one session to --big events
 (rows inserted directly, since only the read is measured) and times recent-50
 again, to show it does not grow with history length.
 
-    python bench/session_bench.py [--events 2000] [--big 100000] [--repeat 20]
+    python bench/session_bench.py [--events 2000] [--big 100000] [--repeat 20] [--writers 8]
 
 Our service runs on a fresh SQLite file (or DATABASE_URL if set); ADK's
 services run on SQLite files in the same temporary folder, in the same run.
+With a PostgreSQL DATABASE_URL, ADK's DatabaseSessionService runs on that same
+server instead (its async driver, postgresql+psycopg).
+
+Besides wall-clock appends/s, each append line shows the process CPU time per
+append (all threads): on a machine other work keeps busy, wall time measures
+the machine, CPU time still measures the service.
+
+--writers N (default 8; 0 skips) then appends to N sessions at once, one
+coroutine each, --events in all, and prints each service's total appends/s.
 """
 from __future__ import annotations
 
@@ -50,6 +59,14 @@ from adkui.adk import DjangoSessionService  # noqa: E402
 APP, USER = "bench_app", "bench_user"
 
 
+def adk_database_url() -> str:
+    """ADK's DatabaseSessionService beside ours: the same PostgreSQL server, or a SQLite file."""
+    url = os.environ["DATABASE_URL"]
+    if url.startswith(("postgres://", "postgresql://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return f"sqlite+aiosqlite:///{TMP / 'adk_db.db'}"
+
+
 def make_event(i: int) -> Event:
     return Event(
         invocation_id=f"inv-{i // 4}",
@@ -59,13 +76,28 @@ def make_event(i: int) -> Event:
     )
 
 
-async def time_appends(service: BaseSessionService, n: int) -> tuple[str, float]:
+async def time_appends(service: BaseSessionService, n: int) -> tuple[str, float, float]:
+    """The session, appends per second (wall clock) and process CPU microseconds per append."""
     session = await service.create_session(app_name=APP, user_id=USER)
     events = [make_event(i) for i in range(n)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for event in events:
         await service.append_event(session, event)
-    return session.id, n / (time.perf_counter() - start)
+    return session.id, n / (time.perf_counter() - start), (time.process_time() - cpu) / n * 1e6
+
+
+async def time_concurrent_appends(service: BaseSessionService, writers: int, n: int) -> float:
+    """Total appends per second of `writers` sessions appended at once, `n` events in all."""
+    sessions = [await service.create_session(app_name=APP, user_id=f"{USER}-{w}") for w in range(writers)]
+    per_writer = n // writers
+
+    async def write(session) -> None:
+        for i in range(per_writer):
+            await service.append_event(session, make_event(i))
+
+    start = time.perf_counter()
+    await asyncio.gather(*(write(session) for session in sessions))
+    return per_writer * writers / (time.perf_counter() - start)
 
 
 async def time_read(service: BaseSessionService, session_id: str, repeat: int, recent: int | None) -> float:
@@ -111,15 +143,31 @@ async def run(args: argparse.Namespace) -> None:
     services: dict[str, BaseSessionService] = {
         "DjangoSessionService": DjangoSessionService(),
         "ADK SqliteSessionService": SqliteSessionService(str(adk_sqlite_path)),
-        "ADK DatabaseSessionService": DatabaseSessionService(f"sqlite+aiosqlite:///{TMP / 'adk_db.db'}"),
+        "ADK DatabaseSessionService": DatabaseSessionService(adk_database_url()),
     }
+    print(f"ours on {os.environ['DATABASE_URL'].split(':')[0]}, ADK DatabaseSessionService on "
+          f"{adk_database_url().split(':')[0]}")
     results: dict[str, dict[str, float]] = {}
     for name, service in services.items():
-        session_id, rate = await time_appends(service, args.events)
+        session_id, rate, cpu_us = await time_appends(service, args.events)
         full = await time_read(service, session_id, args.repeat, None)
         recent = await time_read(service, session_id, args.repeat, 50)
-        results[name] = {"appends_per_s": rate, "full_read_ms": full, "recent50_ms": recent, "session": session_id}
-        print(f"{name:28s} appends/s {rate:9.0f}   full read of {args.events} ms {full:8.2f}   recent-50 ms {recent:6.2f}")
+        results[name] = {"appends_per_s": rate, "append_cpu_us": cpu_us, "full_read_ms": full, "recent50_ms": recent,
+                         "session": session_id}
+        print(f"{name:28s} appends/s {rate:9.0f} (CPU {cpu_us:6.0f} us each)   full read of {args.events} ms "
+              f"{full:8.2f}   recent-50 ms {recent:6.2f}")
+
+    if args.writers:
+        for name, service in services.items():
+            try:
+                rate = await time_concurrent_appends(service, args.writers, args.events)
+            except Exception as exc:  # e.g. ADK's DatabaseSessionService on SQLite: "database is locked"
+                results[name]["concurrent_appends_per_s"] = 0.0
+                print(f"{name:28s} {args.writers} writers at once: failed: {type(exc).__name__}: "
+                      f"{str(exc).splitlines()[0][:100]}")
+                continue
+            results[name]["concurrent_appends_per_s"] = rate
+            print(f"{name:28s} {args.writers} writers at once: {rate:9.0f} appends/s in all")
 
     if args.big:
         ours = results["DjangoSessionService"]
@@ -135,6 +183,12 @@ async def run(args: argparse.Namespace) -> None:
     print()
     print(f"append throughput  vs ADK Sqlite: {ours['appends_per_s'] / sqlite_['appends_per_s']:.1f}x   "
           f"vs ADK Database: {ours['appends_per_s'] / db_['appends_per_s']:.1f}x   (target >= 10x Sqlite)")
+    print(f"append CPU time    vs ADK Sqlite: {ours['append_cpu_us'] / sqlite_['append_cpu_us']:.2f}   "
+          f"vs ADK Database: {ours['append_cpu_us'] / db_['append_cpu_us']:.2f}")
+    if args.writers:
+        ratios = [f"vs {label}: {ours['concurrent_appends_per_s'] / other['concurrent_appends_per_s']:.1f}x"
+                  for label, other in (("ADK Sqlite", sqlite_), ("ADK Database", db_)) if other["concurrent_appends_per_s"]]
+        print(f"{args.writers} writers at once  {'   '.join(ratios) or '(no ADK service finished)'}")
     print(f"full read time     vs ADK Sqlite: {ours['full_read_ms'] / sqlite_['full_read_ms']:.2f}   "
           f"vs ADK Database: {ours['full_read_ms'] / db_['full_read_ms']:.2f}   (target <= 0.33)")
     print(f"recent-50 time     vs ADK Sqlite: {ours['recent50_ms'] / sqlite_['recent50_ms']:.2f}   "
@@ -148,6 +202,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--big", type=int, default=100_000, help="events for the long-history recent-50 read (0: skip)")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--writers", type=int, default=8, help="sessions appended at once (0: skip)")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     asyncio.run(run(args))

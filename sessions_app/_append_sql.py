@@ -7,11 +7,19 @@ PostgreSQL the session row, then the app row, then the user row are taken
 IMMEDIATE` (see settings), which serialises writers anyway. Reads that must
 not miss a concurrent writer (the state mark, a stored event id) run only
 once the locks that writer would need are held.
+
+Speed (bench/session_bench.py): the statements go to the driver's own cursor,
+under Django's error wrapping but without its per-statement wrappers (query
+logging, SQLite's placeholder rewriting by regex), and on SQLite, where
+`BEGIN IMMEDIATE` already holds every writer off, the session lookup also
+reads the stored copy of the event id, the state mark and the shared scopes
+the event writes: one statement instead of four.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -56,6 +64,11 @@ class LockedSession:
     update_time: float
     state: dict[str, Any]
     recent_calls: Any = None  # read only for an event that calls tools
+    # Read with the session row on SQLite (see `Statements.lock_session`): for this event id.
+    prefetched: str | None = None
+    stored_seq: int | None = None
+    mark: int | None = None
+    scopes: dict[str, dict[str, Any]] | None = None
 
 
 def _loads(value: Any) -> Any:
@@ -67,37 +80,92 @@ def _dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
 
 
+def _qmarks(sql: str) -> str:
+    # Our statements hold no literal "%": each %s is a parameter.
+    return sql.replace("%s", "?")
+
+
 class Statements:
     def __init__(self, cursor: CursorWrapper) -> None:
-        self.cursor = cursor
-        postgres = cursor.db.vendor == "postgresql"
+        self.db = cursor.db
+        self.raw = cursor.cursor  # the driver's cursor under Django's wrappers
+        self.sqlite = self.db.vendor == "sqlite"
+        postgres = self.db.vendor == "postgresql"
         self.json = "%s::jsonb" if postgres else "%s"
         self.for_update = " FOR UPDATE" if postgres else ""
 
-    def _one(self, sql: str, params: tuple) -> tuple | None:
-        self.cursor.execute(sql, params)
-        return self.cursor.fetchone()
+    def execute(self, sql: str, params: tuple | list) -> None:
+        with self.db.wrap_database_errors:
+            if self.sqlite:  # sqlite3's own execute: Django's subclass rewrites %s by regex on every call
+                sqlite3.Cursor.execute(self.raw, _qmarks(sql), params)
+            else:
+                self.raw.execute(sql, params)
 
-    def lock_session(self, app_name: str, user_id: str, session_id: str, *, calls: bool = False) -> LockedSession | None:
-        """The session row, locked; with its recent tool calls when `calls` (an event that calls tools)."""
+    def executemany(self, sql: str, rows: Iterable[tuple]) -> None:
+        with self.db.wrap_database_errors:
+            if self.sqlite:
+                sqlite3.Cursor.executemany(self.raw, _qmarks(sql), rows)
+            else:
+                self.raw.executemany(sql, rows)
+
+    def _one(self, sql: str, params: tuple) -> tuple | None:
+        self.execute(sql, params)
+        with self.db.wrap_database_errors:
+            return self.raw.fetchone()
+
+    def lock_session(
+        self, app_name: str, user_id: str, session_id: str, *, calls: bool = False,
+        event_id: str | None = None, scopes: Iterable[str] = (),
+    ) -> LockedSession | None:
+        """The session row, locked; with its recent tool calls when `calls` (an event that calls tools).
+
+        On SQLite, given the `event_id` about to be stored, the same statement
+        also reads what `event_seq`, `newest_change_id` and `lock_scope` (for
+        `scopes`) would: no other writer can commit between them there.
+        """
+        columns = ["s.id", "s.app_id", "s.revision", "s.update_time", "s.state"]
+        params: list[Any] = []
+        if calls:
+            columns.append("s.recent_calls")
+        prefetch = self.sqlite and event_id is not None
+        scopes = tuple(scopes) if prefetch else ()
+        if prefetch:
+            columns += [f"(SELECT seq FROM {_E} WHERE session_id = s.id AND event_id = %s)", f"(SELECT MAX(id) FROM {_C})"]
+            params.append(event_id)
+            for scope in scopes:
+                if scope == SCOPE_APP:
+                    columns.append(f"(SELECT state FROM {_AS} WHERE app_id = s.app_id)")
+                else:
+                    columns.append(f"(SELECT state FROM {_US} WHERE app_id = s.app_id AND user_id = s.user_id)")
         row = self._one(
-            f"SELECT s.id, s.app_id, s.revision, s.update_time, s.state{', s.recent_calls' if calls else ''}"
+            f"SELECT {', '.join(columns)}"
             f" FROM {_S} s JOIN {_A} a ON a.id = s.app_id WHERE a.name = %s AND s.user_id = %s AND s.session_id = %s"
             + (" FOR UPDATE OF s" if self.for_update else ""),
-            (app_name, user_id, session_id),
+            (*params, app_name, user_id, session_id),
         )
         if row is None:
             return None
         locked = LockedSession(row[0], row[1], user_id, row[2], row[3], _loads(row[4]) or {})
+        rest = iter(row[5:])
         if calls:
-            locked.recent_calls = _loads(row[5])
+            locked.recent_calls = _loads(next(rest))
+        if prefetch:
+            locked.prefetched, locked.stored_seq, locked.mark = event_id, next(rest), next(rest) or 0
+            # A scope row not there yet (NULL) is left to `lock_scope`, which creates it.
+            locked.scopes = {scope: _loads(state) for scope, state in zip(scopes, rest) if state is not None}
         return locked
 
-    def newest_change_id(self) -> int:
+    def newest_change_id(self, locked: LockedSession | None = None) -> int:
+        """The newest change id; read with the session row on SQLite, so only before this transaction writes one."""
+        if locked is not None and locked.mark is not None:
+            mark, locked.mark = locked.mark, None
+            return mark
         return self._one(f"SELECT MAX(id) FROM {_C}", ())[0] or 0
 
-    def event_seq(self, session_pk: int, event_id: str) -> int | None:
-        row = self._one(f"SELECT seq FROM {_E} WHERE session_id = %s AND event_id = %s", (session_pk, event_id))
+    def event_seq(self, locked: LockedSession, event_id: str) -> int | None:
+        if locked.prefetched is not None and locked.prefetched == event_id:
+            return locked.stored_seq
+        row = self._one(f"SELECT seq FROM {_E} WHERE session_id = %s AND event_id = %s", (locked.pk, event_id))
         return row[0] if row else None
 
     def newest_event_id(self, session_pk: int) -> str | None:
@@ -110,13 +178,15 @@ class Statements:
         return _US, "app_id = %s AND user_id = %s", (locked.app_pk, locked.user_id)
 
     def lock_scope(self, scope: str, locked: LockedSession) -> dict[str, Any]:
+        if locked.scopes and scope in locked.scopes:
+            return locked.scopes.pop(scope) or {}
         table, where, params = self._scope_where(scope, locked)
         select = f"SELECT state FROM {table} WHERE {where}{self.for_update}"
         row = self._one(select, params)
         if row is None:  # created lazily for sessions made before the row existed
             columns = "app_id, state, update_time" if scope == SCOPE_APP else "app_id, user_id, state, update_time"
             marks = ", ".join(["%s"] * len(params))
-            self.cursor.execute(
+            self.execute(
                 f"INSERT INTO {table} ({columns}) VALUES ({marks}, {self.json}, 0) ON CONFLICT DO NOTHING",
                 (*params, "{}"),
             )
@@ -125,7 +195,7 @@ class Statements:
 
     def save_scope(self, scope: str, locked: LockedSession, state: dict[str, Any], now: float) -> None:
         table, where, params = self._scope_where(scope, locked)
-        self.cursor.execute(
+        self.execute(
             f"UPDATE {table} SET state = {self.json}, update_time = %s WHERE {where}", (json.dumps(state), now, *params)
         )
 
@@ -144,7 +214,7 @@ class Statements:
         if not changes:
             return
         marks = ", ".join(self.json if column in ("old_value", "new_value") else "%s" for column in CHANGE_COLUMNS)
-        self.cursor.executemany(
+        self.executemany(
             f"INSERT INTO {_C} ({', '.join(CHANGE_COLUMNS)}) VALUES ({marks})",
             [
                 (locked.app_pk, locked.user_id, locked.pk, event_pk, seq, c.scope, c.key, _dumps(c.old), _dumps(c.new),
@@ -170,4 +240,4 @@ class Statements:
                 raise ValueError(f"not a health column: {column!r}")
             sets.append(f"{column} = COALESCE({column}, 0) + %s")
             params.append(amount)
-        self.cursor.execute(f"UPDATE {_S} SET {', '.join(sets)} WHERE id = %s", (*params, pk))
+        self.execute(f"UPDATE {_S} SET {', '.join(sets)} WHERE id = %s", (*params, pk))

@@ -161,7 +161,8 @@ class EventQuerySet(models.QuerySet["Event"]):
 class Event(models.Model):
     """One stored ADK event: the full JSON plus indexed columns."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: the unique (session, seq) index leads with it.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveBigIntegerField()
     event_id = models.CharField(max_length=255)
     invocation_id = models.CharField(max_length=255, blank=True, default="")
@@ -193,7 +194,10 @@ class Event(models.Model):
         indexes = [
             models.Index(fields=["session", "invocation_id"], name="event_invocation"),
             models.Index(fields=["session", "timestamp"], name="event_timestamp"),
-            models.Index(fields=["session", "rewind_before"], name="event_rewind"),
+            # Only ADK's rewind events are indexed (rewinds are read by "is not null").
+            models.Index(
+                fields=["session", "rewind_before"], condition=models.Q(rewind_before__isnull=False), name="event_rewind"
+            ),
             # The timeline's "error" filter; only error rows are indexed, so appends barely pay for it.
             models.Index(fields=["session", "seq"], condition=models.Q(has_error=True), name="event_errors"),
         ]
@@ -225,9 +229,13 @@ class StateChange(models.Model):
 
     SCOPES = [(SCOPE_APP, "app"), (SCOPE_USER, "user"), (SCOPE_SESSION, "session")]
 
-    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="state_changes")
+    # Neither link has an index of its own: `change_key_history` and
+    # `change_session_seq` lead with them (every append writes three or so rows).
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="state_changes", db_index=False)
     user_id = models.CharField(max_length=255)
-    session = models.ForeignKey(Session, on_delete=models.SET_NULL, null=True, related_name="state_changes")
+    session = models.ForeignKey(
+        Session, on_delete=models.SET_NULL, null=True, related_name="state_changes", db_index=False
+    )
     event = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, related_name="state_changes")
     seq = models.PositiveBigIntegerField(help_text="Sequence number of the event; 0 for initial state.")
     scope = models.CharField(max_length=8, choices=SCOPES)

@@ -224,7 +224,8 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
     with transaction.atomic(), connection.cursor() as cursor:
         sql = _append_sql.Statements(cursor)
         locked = sql.lock_session(
-            key.app_name, key.user_id, selectors.stored_session_id(key), calls=bool(signals.call_signatures)
+            key.app_name, key.user_id, selectors.stored_session_id(key), calls=bool(signals.call_signatures),
+            event_id=event.id, scopes=[scope for scope, values in delta.items() if values and scope != SCOPE_SESSION],
         )
         if locked is None:
             raise SessionNotFoundError(
@@ -298,7 +299,7 @@ def _refuse_stored(sql: _append_sql.Statements, locked: _append_sql.LockedSessio
     # Read under the session lock, so a copy that a concurrent request (a
     # client's retry in flight) committed first is seen; the unique
     # constraint on (session, event_id) backs this up.
-    seq = sql.event_seq(locked.pk, event_id)
+    seq = sql.event_seq(locked, event_id)
     if seq is not None:
         raise AlreadyExistsError(f"Event {event_id!r} is already stored as #{seq}.")
 
@@ -350,7 +351,7 @@ def _apply_delta(
     # delta does not write is not locked: as of this event it shows a state
     # it really had near our commit (its changes up to the mark, which its own
     # row lock keeps in commit order).
-    mark = sql.newest_change_id()
+    mark = sql.newest_change_id(locked)
     changes: list[_append_sql.Change] = []
     for scope, values in delta.items():
         if not values:
