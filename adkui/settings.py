@@ -134,6 +134,15 @@ def _database(url: str | None) -> dict:
             "transaction_mode": "IMMEDIATE",
             "timeout": envint("SQLITE_BUSY_TIMEOUT", 30),
         }
+    elif config["ENGINE"] == "django.db.backends.postgresql" and not config["CONN_MAX_AGE"] and envbool(
+        "DB_POOL", not DEBUG
+    ):
+        # So instead each worker process keeps a psycopg pool: a request borrows
+        # a connection and gives it back, rather than paying a new PostgreSQL
+        # backend per request. On in production (DEBUG=0); DB_POOL=0 turns it off.
+        config.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 2, "max_size": envint("DB_POOL_MAX_SIZE", 10), "timeout": envint("DB_POOL_TIMEOUT", 30),
+        }
     return config
 
 
@@ -328,9 +337,6 @@ ADKUI_MODEL_PRICES = {
     "gemini-2.0-flash-lite": {"input": 0.075, "output": 0.30},
 }
 
-# Eval cases run at once in one eval run.
-ADKUI_EVAL_CONCURRENCY = envint("ADKUI_EVAL_CONCURRENCY", 1)
-
 # The folder of ADK agent packages, like `adk web AGENTS_DIR`.
 ADKUI_AGENTS_DIR = os.environ.get("ADKUI_AGENTS_DIR", str(BASE_DIR / "runtime_app" / "demo_agents"))
 
@@ -383,3 +389,9 @@ LOGGING = {
 # no broker, SQLite or PostgreSQL, `manage.py db_worker` processes on any number
 # of machines (`manage.py up` starts one beside the server).
 TASKS = {"default": {"BACKEND": os.environ.get("ADKUI_TASKS_BACKEND", "django_tasks_db.DatabaseBackend")}}
+# An eval case whose worker has not beaten its heart for this long (seconds) is
+# taken for lost (its worker died) and queued again; workers beat every sixth of it.
+ADKUI_EVAL_LEASE_SECONDS = float(os.environ.get("ADKUI_EVAL_LEASE_SECONDS") or 30)
+# An infrastructure fault (database gone, ...) is retried with backoff this many
+# times before the case is stored as an error naming the fault.
+ADKUI_EVAL_MAX_ATTEMPTS = envint("ADKUI_EVAL_MAX_ATTEMPTS", 5)

@@ -7,10 +7,12 @@ live updates add up to what a reload shows.
 """
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import QuerySet
 from google.adk.events.event import NodeInfo
 
 from .models import Event, Session
@@ -68,19 +70,79 @@ WINDOW = 5000
 
 def node_stats(session: Session, window: int = WINDOW) -> tuple[dict[str, NodeStats], int]:
     """Calls and seconds per graph node over the session's newest `window` events
-    (see `event_node_keys`, `event_is_work`, `seconds_taken`), and the last seq counted."""
-    stats: dict[str, NodeStats] = defaultdict(NodeStats)
+    (see `event_node_keys`, `event_is_work`, `seconds_taken`), and the last seq counted.
+
+    Events are only ever appended, so while a session's whole history fits the
+    window each process keeps its counts and adds only the events stored since
+    (the session page asks on every view; a session of 5 000 events otherwise
+    reads all their JSON each time)."""
+    if session.revision > window:
+        return _count(session, after=session.revision - window, tally=_Tally()).result()
+    key = (session.pk, session.session_id, session.create_time)
+    with _tallies_lock:
+        cached = _tallies.get(key)
+    tally = _count(session, after=0, tally=cached.copy()) if cached is not None else None
+    if tally is None:  # not counted yet, or no longer the history counted (a session replaced)
+        tally = _count(session, after=0, tally=_Tally())
+    with _tallies_lock:
+        _tallies[key] = tally
+        _tallies.move_to_end(key)
+        while len(_tallies) > TALLIES_KEPT:
+            _tallies.popitem(last=False)
+    return tally.result()
+
+
+TALLIES_KEPT = 256  # sessions whose counts each process keeps
+
+
+@dataclass
+class _Tally:
+    """Counts up to event #`last`, and that event's (seq, invocation, timestamp)."""
+
+    stats: dict[str, NodeStats] = field(default_factory=dict)
     previous: tuple[int, str, float] | None = None
-    last = 0
-    rows = Event.objects.filter(session=session, seq__gt=session.revision - window).order_by("seq").values_list(
-        "seq", "invocation_id", "timestamp", "data"
-    )
-    for seq, invocation, ts, data in rows.iterator(chunk_size=500):
+    last: int = 0
+
+    def copy(self) -> _Tally:
+        stats = {k: NodeStats(v.calls, v.seconds) for k, v in self.stats.items()}
+        return _Tally(stats, self.previous, self.last)
+
+    def add(self, seq: int, invocation: str, ts: float, data: dict[str, Any]) -> None:
         if event_is_work(data):
+            previous = self.previous
             before = previous[1:] if previous and previous[0] == seq - 1 else None
             took = seconds_taken(ts, before, invocation)
             for key in event_node_keys(data):
-                stats[key].calls += 1
-                stats[key].seconds += took
-        previous, last = (seq, invocation, ts), seq
-    return dict(stats), last
+                counted = self.stats.setdefault(key, NodeStats())
+                counted.calls += 1
+                counted.seconds += took
+        self.previous, self.last = (seq, invocation, ts), seq
+
+    def result(self) -> tuple[dict[str, NodeStats], int]:
+        return {k: NodeStats(v.calls, v.seconds) for k, v in self.stats.items()}, self.last
+
+
+_tallies: OrderedDict[tuple[int, str, float], _Tally] = OrderedDict()
+_tallies_lock = threading.Lock()
+
+
+def _count(session: Session, *, after: int, tally: _Tally) -> _Tally | None:
+    """`tally` with the events after #`after` added, or when it has counted some, those
+    after its last; None when the event it counted last is no longer the one stored."""
+    if not tally.last:
+        rows = _rows(session, seq__gt=after)
+        for seq, invocation, ts, data in rows.iterator(chunk_size=500):  # a window may be thousands of events
+            tally.add(seq, invocation, ts, data)
+        return tally
+    rows = list(_rows(session, seq__gte=tally.last))  # the last one counted again: it must be the same
+    if not rows or rows[0][:3] != tally.previous:
+        return None
+    for seq, invocation, ts, data in rows[1:]:
+        tally.add(seq, invocation, ts, data)
+    return tally
+
+
+def _rows(session: Session, **seq: int) -> QuerySet:
+    return Event.objects.filter(session=session, **seq).order_by("seq").values_list(
+        "seq", "invocation_id", "timestamp", "data"
+    )

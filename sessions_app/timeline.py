@@ -186,8 +186,10 @@ def page(session: Session, *, before: int | None = None, filters: selectors.Filt
     """The newest `size` events (before seq `before`), oldest first; and whether older ones exist."""
     rows = selectors.event_rows_before(session, before=before, filters=filters, limit=size + 1)
     has_older = len(rows) > size
+    # Unfiltered, the extra row read to learn `has_older` is the event just before the page.
+    previous = (rows[size] if has_older else None) if not filters.active else UNKNOWN
     rows = rows[:size][::-1]
-    return views_for(session, rows), has_older
+    return views_for(session, rows, previous=previous), has_older
 
 
 @dataclass
@@ -212,25 +214,47 @@ def after(session: Session, seq: int, *, upto: int, filters: selectors.Filters =
     return views_for(session, selectors.event_rows_after(session, seq, upto=upto, filters=filters, limit=limit))
 
 
-def views_for(session: Session, rows: list[Event]) -> list[EventView]:
+UNKNOWN: Any = object()  # `previous` of `views_for` when the caller has not read it
+
+
+def views_for(session: Session, rows: list[Event], *, previous: Event | None = UNKNOWN) -> list[EventView]:
+    """Views of consecutive stored rows, oldest first; `previous`: the event stored
+    just before the first (None: there is none), when the caller has read it."""
     if not rows:
         return []
-    views = build_views(rows, previous_invocation=selectors.previous_invocation_id(session, rows[0].seq))
+    if previous is UNKNOWN:
+        previous_invocation = selectors.previous_invocation_id(session, rows[0].seq)
+    else:
+        previous_invocation = previous.invocation_id if previous is not None else None
+    views = build_views(rows, previous_invocation=previous_invocation)
     _pair_with_earlier_calls(session, views)
     _pair_with_later_responses(session, views)
     _name_compacted_ranges(session, views)
     _mark_rewound(session, views)
-    _charge_nodes(session, views)
+    _charge_nodes(session, views, previous)
     return views
 
 
-def _charge_nodes(session: Session, views: list[EventView]) -> None:
+def _charge_nodes(session: Session, views: list[EventView], first_previous: Event | None = UNKNOWN) -> None:
     """Which graph nodes produced each event and its time, as `node_stats.node_stats` counts them."""
-    previous = node_stats.previous_events(session, [v.seq for v in views])
+    previous = _previous_events_on_page(views, first_previous)
+    if previous is None:
+        previous = node_stats.previous_events(session, [v.seq for v in views])
     for view in views:
         view.nodes = node_stats.event_node_keys(view.row.data)
         if node_stats.event_is_work(view.row.data):
             view.took = node_stats.seconds_taken(view.row.timestamp, previous.get(view.seq - 1), view.row.invocation_id)
+
+
+def _previous_events_on_page(views: list[EventView], first_previous: Event | None) -> dict[int, tuple[str, float]] | None:
+    """`node_stats.previous_events` of a page of consecutive events whose previous event
+    is known, read off the page itself; None when it cannot be (a filtered page)."""
+    if first_previous is UNKNOWN or any(b.seq != a.seq + 1 for a, b in zip(views, views[1:])):
+        return None
+    if first_previous is not None and first_previous.seq != views[0].seq - 1:
+        return None
+    rows = ([first_previous] if first_previous is not None else []) + [v.row for v in views]
+    return {row.seq: (row.invocation_id, row.timestamp) for row in rows}
 
 
 def _mark_rewound(session: Session, views: list[EventView]) -> None:

@@ -2,25 +2,69 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import json
+import threading
 from typing import Any
 
 import markdown as md
 import nh3
 from django import template
+from django.urls import get_resolver, get_script_prefix, get_urlconf, reverse
 from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
 FOLD_AT = 400
+# Texts up to this long keep their HTML in each process's cache (`_markdown_html`):
+# a stored event's text never changes, and a session page shows the same ones again.
+MARKDOWN_CACHED_CHARS = 4_000  # and at most 1 024 of them: a few MB per process at worst
+# Building a Markdown converter costs what converting a text does; one is reusable
+# (reset) but converts one text at a time. Kept per process, not per thread: under
+# ASGI each request runs in a thread of its own.
+_idle_converters: list[md.Markdown] = []
+_converters_lock = threading.Lock()
 
 
 @register.filter
 def markdown(text: str) -> SafeString:
     """Markdown to HTML, then sanitised: agent text may contain any HTML,
     and none of it may run (no scripts, handlers or javascript: URLs)."""
-    html = md.markdown(text or "", extensions=["fenced_code", "tables", "sane_lists"])
-    return mark_safe(nh3.clean(html, link_rel="noopener noreferrer nofollow"))  # noqa: S308 (sanitised above)
+    text = text or ""
+    html = _markdown_html(text) if len(text) <= MARKDOWN_CACHED_CHARS else _markdown_uncached(text)
+    return mark_safe(html)  # noqa: S308 (sanitised in _markdown_uncached)
+
+
+@functools.lru_cache(maxsize=1024)
+def _markdown_html(text: str) -> str:
+    return _markdown_uncached(text)
+
+
+def _markdown_uncached(text: str) -> str:
+    with _converters_lock:
+        converter = _idle_converters.pop() if _idle_converters else None
+    if converter is None:
+        converter = md.Markdown(extensions=["fenced_code", "tables", "sane_lists"])
+    try:
+        html = converter.reset().convert(text)
+    finally:
+        with _converters_lock:
+            _idle_converters.append(converter)
+    return nh3.clean(html, link_rel="noopener noreferrer nofollow")
+
+
+@register.simple_tag
+def row_url(viewname: str, *args: Any) -> str:
+    """`{% url %}` for the links every timeline row repeats (the same few views,
+    the session's pk): each one reversed once per process, not once per row."""
+    return _reversed(get_resolver(get_urlconf()), get_script_prefix(), viewname, args)
+
+
+@functools.lru_cache(maxsize=4096)
+def _reversed(resolver: Any, prefix: str, viewname: str, args: tuple[Any, ...]) -> str:
+    # The resolver (a new one after the URLconf changes) and the script prefix
+    # are part of the key: the same name and args reverse as `{% url %}` would.
+    return reverse(viewname, args=args)
 
 
 @register.filter
