@@ -47,6 +47,7 @@ from sessions_app.apis.base import (
     validate_adk,
 )
 from sessions_app.keys import SessionKey
+from sessions_app.sandbox import real_app_name
 from sessions_app.wire import adk_json
 
 from . import agents
@@ -121,7 +122,7 @@ def _run_request(data: Any, *, streaming: bool) -> RunRequest:
     body = _validated(RunInputSerializer, data)
     key = SessionKey(body["app_name"], body["user_id"], body["session_id"])
     row = _require_session(key)  # another user's session is simply not found
-    _require_agent(key.app_name)
+    _require_agent(real_app_name(key.app_name))  # a sandbox's session runs its agent
     message, invocation_id = body.get("new_message"), body.get("invocation_id") or None
     if message is None and invocation_id is None:
         raise ValidationError({"newMessage": ["Give a newMessage, or an invocationId to resume."]})

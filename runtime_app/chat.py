@@ -18,6 +18,7 @@ from django.utils.functional import SimpleLazyObject
 
 from sessions_app import selectors
 from sessions_app.models import Session
+from sessions_app.sandbox import real_app_name
 
 from . import agents, runs
 from .forms import OPTION_FIELDS, ChatForm
@@ -28,7 +29,8 @@ OPTIONS_KEY = "adkui_chat_options"
 def chat_context(session: Session, form: ChatForm | None = None) -> dict[str, Any]:
     """The panel's context; without `form`, the page's remembered form (the context processor's) is used."""
     key = session.key
-    loaded = agents.load(key.app_name) if key.app_name in agents.agent_names() else None
+    agent_name = real_app_name(key.app_name)  # a sandbox's session chats with its agent
+    loaded = agents.load(agent_name) if agent_name in agents.agent_names() else None
     context = {
         "session": session,
         "agent_error": None if loaded is None or loaded.ok else loaded.error,

@@ -27,6 +27,7 @@ from google.adk.cli.utils.graph_serialization import serialize_agent
 from sessions_app import node_stats
 from sessions_app.models import Session
 from sessions_app.node_stats import NodeStats
+from sessions_app.sandbox import real_app_name
 
 from . import agents
 
@@ -333,7 +334,7 @@ def app_svg(loaded: agents.LoadedAgent | None) -> SafeString | None:
 def session_context(session: Session) -> dict[str, Any]:
     """The session page's graph, with each node's calls and time in the session
     and the last event those count (the page's script counts newer ones live)."""
-    graph = for_app(session.app.name)
+    graph = for_app(real_app_name(session.app.name))  # a sandbox's session: its agent's graph
     if graph is None:
         return {}
     stats, upto = node_stats.node_stats(session)

@@ -34,12 +34,15 @@ class AppRow:
     phrases: list[demo.Phrase]
 
 
-def dashboard() -> dict[str, Any]:
-    attention = Session.objects.needing_attention()
+def dashboard(*, show_eval: bool = False) -> dict[str, Any]:
+    """`show_eval`: eval runs' sandbox apps and sessions too (hidden by default)."""
+    sessions = session_selectors.without_sandboxes(Session.objects.all(), sandboxes=show_eval)
+    attention = sessions.needing_attention()
     return {
-        "rows": app_rows(),
-        "recent_sessions": list(_with_app(Session.objects.all())[:RECENT_SESSIONS]),
-        "running_sessions": running_sessions(),
+        "show_eval": show_eval,
+        "rows": app_rows(show_eval=show_eval),
+        "recent_sessions": list(_with_app(sessions)[:RECENT_SESSIONS]),
+        "running_sessions": running_sessions(show_eval=show_eval),
         "attention_sessions": list(_with_app(attention)[:ATTENTION_SESSIONS]),
         "attention_total": attention.count(),
         "eval_runs_in_progress": eval_selectors.runs_in_progress(limit=EVAL_ROWS),
@@ -48,11 +51,11 @@ def dashboard() -> dict[str, Any]:
     }
 
 
-def app_rows() -> list[AppRow]:
-    """Every stored app and every agent of the agents folder, with its load status."""
-    stored = session_selectors.apps_by_name()
+def app_rows(*, show_eval: bool = False) -> list[AppRow]:
+    """Every stored app (sandboxes only with `show_eval`) and every agent of the agents folder, with its load status."""
+    stored = session_selectors.apps_by_name(sandboxes=show_eval)
     loaded = {agent.name: agent for agent in agents.load_all()}
-    counts = session_selectors.session_counts()
+    counts = session_selectors.session_counts(sandboxes=show_eval)
     return [
         AppRow(name, stored.get(name), counts.get(name, 0), loaded.get(name),
                demo.scripted_phrases(loaded[name].root) if name in loaded and loaded[name].ok else [])
@@ -60,13 +63,13 @@ def app_rows() -> list[AppRow]:
     ]
 
 
-def running_sessions() -> list[Session]:
+def running_sessions(*, show_eval: bool = False) -> list[Session]:
     """Sessions whose chat runs in this process now, newest first (one query)."""
     keys = runs.running_sessions()[:RUNNING_SESSIONS]
     if not keys:
         return []
     match = reduce(or_, (Q(app__name=k.app_name, user_id=k.user_id, session_id=k.session_id) for k in keys))
-    return list(_with_app(Session.objects.filter(match)))
+    return list(_with_app(session_selectors.without_sandboxes(Session.objects.filter(match), sandboxes=show_eval)))
 
 
 def _with_app(sessions: Any) -> Any:

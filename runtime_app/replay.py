@@ -43,6 +43,7 @@ from eval_app.selectors import default_eval_id
 from sessions_app import selectors
 from sessions_app import services as session_services
 from sessions_app.models import Session
+from sessions_app.sandbox import real_app_name
 from sessions_app.scopes import merge_state
 
 from . import agents, broadcast, runs
@@ -119,10 +120,12 @@ def replay_create(*, session: Session) -> ReplayPlan:
 
 
 def _fresh_runner(app_name: str) -> Runner:
-    """A Runner on the agent as its files are now (reloaded, not the cached import)."""
-    if app_name not in agents.agent_names():
-        raise ReplayError(f"No agent named {app_name!r} in the agents folder: there is nothing to replay it against.")
-    loaded = agents.reload(app_name)
+    """A Runner on the agent as its files are now (reloaded, not the cached import);
+    a sandbox's (`agent@label`) runs its agent within the sandbox."""
+    agent_name = real_app_name(app_name)
+    if agent_name not in agents.agent_names():
+        raise ReplayError(f"No agent named {agent_name!r} in the agents folder: there is nothing to replay it against.")
+    loaded = agents.reload(agent_name)
     if not loaded.ok:
         raise ReplayError(f"Agent {app_name!r} failed to load, so it cannot replay: {loaded.error_line}")
     return make_runner(app_name)

@@ -12,6 +12,7 @@ from google.adk.runners import Runner
 from inspector_app.plugin import app_with_recorder
 from memory_app.artifact_service import DjangoArtifactService
 from memory_app.memory_service import DjangoMemoryService
+from sessions_app.sandbox import real_app_name
 from sessions_app.session_service import DjangoSessionService
 
 from .agents import load
@@ -24,7 +25,7 @@ def make_runner(name: str, **services: Any) -> Runner:
     and names a failing sub-agent as its error event's author.
     Raises AgentNotFound, or RuntimeError carrying the load traceback.
     """
-    loaded = load(name)
+    loaded = load(real_app_name(name))  # a sandbox (`agent@label`) runs its agent under its own name
     if not loaded.ok:
         raise RuntimeError(f"Agent {name!r} failed to load:\n{loaded.error}")
     services.setdefault("session_service", DjangoSessionService())

@@ -45,7 +45,8 @@ SORTS = {
 @require_GET
 def app_list(request: HtmxHttpRequest) -> HttpResponse:
     """The home dashboard: apps and their agents, sessions to look at, eval runs, the way into the demo."""
-    return render(request, "runtime_app/app_list.html", home.dashboard() | _local_stores_context())
+    show_eval = request.GET.get("eval") in ("1", "on", "true")  # eval runs' sandbox apps and sessions too
+    return render(request, "runtime_app/app_list.html", home.dashboard(show_eval=show_eval) | _local_stores_context())
 
 
 @require_GET
@@ -113,17 +114,20 @@ def _app_context(request: HtmxHttpRequest, app_name: str, app: App | None, is_ag
     sort = request.GET.get("sort", "-updated")
     sort = sort if sort in SORTS else "-updated"  # an unknown sort (an old or hand-made link): the default
     attention = request.GET.get("attention") in ("1", "on", "true")
+    show_eval = request.GET.get("eval") in ("1", "on", "true")  # the sessions of the app's eval runs too
     sessions = selectors.session_browser(
-        app=app, user_id=user_id, search=search, order=SORTS[sort], needing_attention=attention
+        app=app, user_id=user_id, search=search, order=SORTS[sort], needing_attention=attention,
+        sandboxes_of=app_name if show_eval else "",
     )
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     loaded = agents.load(app_name) if is_agent else None
     return {
         "app_name": app_name, "app": app, "agent": loaded, "form": form, "page": page,
-        "user_filter": user_id, "search": search, "sort": sort, "attention": attention,
+        "user_filter": user_id, "search": search, "sort": sort, "attention": attention, "show_eval": show_eval,
         "users": selectors.user_ids(app) if app else [],
         "agent_graph": graph.app_svg(loaded),
-        "live": app is not None and not (user_id or search or attention) and sort == "-updated" and page.number == 1,
+        "live": app is not None and not (user_id or search or attention or show_eval) and sort == "-updated"
+        and page.number == 1,
     }
 
 

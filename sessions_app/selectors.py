@@ -16,6 +16,7 @@ from adk_compat import compute_state_delta_for_rewind
 
 from .keys import SessionKey
 from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
+from .sandbox import SEPARATOR
 from .scopes import merge_state, split_key
 
 KINDS = ("text", "tool", "state", "error")
@@ -222,8 +223,29 @@ def key_history(*, app: App, full_key: str, user_id: str | None = None, session:
     return changes.order_by("-id")
 
 
-def session_counts() -> dict[str, int]:
-    return dict(App.objects.annotate(n=Count("sessions")).values_list("name", "n"))
+def apps(*, sandboxes: bool = False) -> QuerySet[App]:
+    """Stored apps; sandboxes (`agent@label`, see `sandbox`) only when asked for."""
+    return App.objects.all() if sandboxes else App.objects.exclude(name__contains=SEPARATOR)
+
+
+def without_sandboxes(sessions: QuerySet[Session], *, sandboxes: bool = False) -> QuerySet[Session]:
+    """`sessions` less those of sandbox apps (eval runs'), unless `sandboxes`."""
+    return sessions if sandboxes else sessions.exclude(app__name__contains=SEPARATOR)
+
+
+def sandbox_apps_of(app_name: str) -> QuerySet[App]:
+    """The sandboxes of agent `app_name`: `app_name@label` for every label."""
+    return App.objects.filter(name__startswith=f"{app_name}{SEPARATOR}")
+
+
+def sandbox_app_names(app_name: str, *, user_id: str) -> list[str]:
+    """The sandboxes of agent `app_name` holding sessions of `user_id`, oldest first."""
+    names = sandbox_apps_of(app_name).filter(sessions__user_id=user_id).order_by("pk").values_list("name", flat=True)
+    return list(dict.fromkeys(names))
+
+
+def session_counts(*, sandboxes: bool = False) -> dict[str, int]:
+    return dict(apps(sandboxes=sandboxes).annotate(n=Count("sessions")).values_list("name", "n"))
 
 
 def user_ids(app: App, limit: int = 200) -> list[str]:
@@ -313,8 +335,8 @@ def app_by_name(name: str) -> App | None:
     return App.objects.filter(name=name).first()
 
 
-def apps_by_name() -> dict[str, App]:
-    return {app.name: app for app in App.objects.all()}
+def apps_by_name(*, sandboxes: bool = False) -> dict[str, App]:
+    return {app.name: app for app in apps(sandboxes=sandboxes)}
 
 
 def event_at(session: Session, seq: int | None) -> Event | None:
@@ -334,11 +356,15 @@ def event_page(session: Session, *, after_seq: int = 0, limit: int | None = None
 
 def session_browser(
     *, app: App | None, user_id: str = "", search: str = "", order: str = "-update_time",
-    needing_attention: bool = False,
+    needing_attention: bool = False, sandboxes_of: str = "",
 ) -> QuerySet[Session]:
     """An app's sessions for the session browser: of one user, ids containing `search`,
-    only those whose health signals need attention."""
+    only those whose health signals need attention; with `sandboxes_of` (the app's
+    name), the sessions of its sandboxes (its eval runs') too."""
     sessions = Session.objects.filter(app=app) if app else Session.objects.none()
+    if sandboxes_of:
+        sandboxed = Session.objects.filter(app__in=sandbox_apps_of(sandboxes_of))
+        sessions = (sessions | sandboxed).select_related("app")
     if user_id:
         sessions = sessions.filter(user_id=user_id)
     if search:

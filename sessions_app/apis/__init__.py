@@ -9,6 +9,10 @@ DRF's `{field: [messages]}` for invalid input (400).
 An app is known when the agents directory has it or sessions are stored for it
 (an ADK Runner elsewhere can write through `DjangoSessionService`).
 
+Eval sessions (ADK's own eval session ids, and the sessions of an app's eval-run
+sandboxes, `app@eval-<run>-…`, see `sessions_app.sandbox`) are left out of the
+session list unless asked for with `?include_eval=true`.
+
 Modules: `base` (errors, lookups, input, OpenAPI), `sessions` (sessions),
 `events` (events and state), `search` (events by content). The routes that
 need the agent itself (list-apps, run, run_sse, stop) are runtime_app's.

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from access.limits import InputError, check_state_size
 from adk_compat import CLIENT_FUNCTION_CALL_NAMES, mark_restored
 
-from .. import services
+from .. import selectors, services
 from ..wire import adk_json
 from ..keys import SessionKey
 from .base import (
@@ -82,12 +82,28 @@ def _create_session(
 
 
 class SessionListApi(AdkApi):
-    @extend_schema(operation_id="session_list", tags=["sessions"], responses={200: AdkSessionList})
+    class QuerySerializer(serializers.Serializer):
+        include_eval = serializers.BooleanField(
+            default=False,
+            help_text="Also list eval sessions: those of this app's eval-run sandboxes (`app@eval-<run>-<case>-<repeat>`, "
+                      "their `appName` says which) and ADK's own eval sessions. Left out by default, as ADK does.",
+        )
+
+    @extend_schema(
+        operation_id="session_list", tags=["sessions"], parameters=[QuerySerializer], responses={200: AdkSessionList},
+    )
     def get(self, request: Request, app_name: str, user_id: str) -> Response:
-        """The user's sessions of this app, without their events (ADK leaves out eval sessions)."""
+        """The user's sessions of this app, without their events. Eval sessions are left out, as
+        ADK leaves them out, unless `?include_eval=true`."""
+        include_eval = _validated(self.QuerySerializer, request.query_params)["include_eval"]
         _require_app(app_name)
-        sessions = _service().list_sessions_sync(app_name=app_name, user_id=user_id).sessions
-        return Response([adk_json(s) for s in sessions if not s.id.startswith(EVAL_SESSION_PREFIXES)])
+        service = _service()
+        sessions = service.list_sessions_sync(app_name=app_name, user_id=user_id).sessions
+        if not include_eval:
+            return Response([adk_json(s) for s in sessions if not s.id.startswith(EVAL_SESSION_PREFIXES)])
+        for sandbox in selectors.sandbox_app_names(app_name, user_id=user_id):
+            sessions += service.list_sessions_sync(app_name=sandbox, user_id=user_id).sessions
+        return Response([adk_json(s) for s in sessions])
 
 
 class SessionCreateApi(AdkApi):
