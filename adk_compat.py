@@ -37,10 +37,16 @@ from google.adk.flows.llm_flows.contents import _get_contents as model_contents
 from google.adk.flows.llm_flows.prompt._instructions_utils import _TEMPLATE_VAR_PATTERN as TEMPLATE_VAR_PATTERN
 from google.adk.flows.llm_flows.prompt._instructions_utils import _is_valid_state_name as is_valid_state_name
 
+# An `EvalSetResult` named and stamped as `adk eval` names the results it
+# stores under .adk/eval_history (`--results-json`, the eval-result routes):
+# ADK builds it in a private helper of its results managers.
+from google.adk.evaluation._eval_set_results_manager_utils import create_eval_set_result
+
 __all__ = [
     "CLIENT_FUNCTION_CALL_NAMES",
     "TEMPLATE_VAR_PATTERN",
     "compute_state_delta_for_rewind",
+    "create_eval_set_result",
     "is_valid_state_name",
     "mark_restored",
     "model_contents",

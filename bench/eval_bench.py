@@ -1,30 +1,27 @@
-"""Eval benchmark: a 100-case eval set run against the demo agent on the scripted model.
+"""Eval benchmark: 100 cases of the demo agent (scripted model, offline) run by
+real `manage.py db_worker` processes, 1 worker against 2, cases/s side by side.
 
-Prints the run's total time, the agent's own time (inside ADK's Runner, which
-includes its event appends through DjangoSessionService), and our overhead per
-case beyond it: creating the case's session, scoring, storing the result and
-the run's bookkeeping. Target: <= 20 ms per case.
+    DEBUG=0 .venv/bin/python bench/eval_bench.py [--cases 100] [--workers 1 2] [--latency 0.05]
 
-    python bench/eval_bench.py [--cases 100] [--concurrency 1 4] [--latency 0.05]
-
-The scripted model answers at once, so the agent is CPU- and database-bound and
-running cases concurrently cannot help; --latency adds a delay to every model
-call, as a hosted model has, to show what ADKUI_EVAL_CONCURRENCY buys then.
+Each case is one django-task (`eval_app.tasks.run_eval_item`) through ADK's
+LocalEvalService; workers are started and warmed up (imports, the agent's
+first load) before the clock starts, which runs from the run's creation to its
+last case stored. --latency adds a delay to each model call, as a hosted model
+has, in the workers (ADKUI_BENCH_MODEL_LATENCY): then the workers wait on the
+model and more of them help more. --inline also times `eval_run_execute_inline`
+(the CLI's path: no worker, this process).
 
 Runs on a fresh SQLite file (or DATABASE_URL if set), with DEBUG off.
 """
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -33,25 +30,44 @@ os.environ.setdefault("DATABASE_URL", f"sqlite:///{TMP / 'adkui.sqlite3'}")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
 os.environ.setdefault("DEBUG", "0")  # DEBUG records every query: not what a deployment runs
 os.environ.setdefault("SECRET_KEY", "eval-bench-throwaway")  # required with DEBUG off; nothing here is signed
+os.environ["ADKUI_TASKS_BACKEND"] = "django_tasks_db.DatabaseBackend"
 
 import logging  # noqa: E402
+import warnings  # noqa: E402
 
 import django  # noqa: E402
 
 django.setup()
-logging.getLogger("google_adk").setLevel(logging.ERROR)  # the demo app's context-cache advice, once per run
+logging.getLogger("google_adk").setLevel(logging.ERROR)
+warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")
 
 from django.core.management import call_command  # noqa: E402
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet  # noqa: E402
 
-from adkui.adk import DjangoSessionService  # noqa: E402
-from eval_app import engine, progress, services  # noqa: E402
-from eval_app.evalset_files import ParsedEvalSet, default_specs  # noqa: E402
+from eval_app import metrics, services  # noqa: E402
+from eval_app.evalset_files import ParsedEvalSet  # noqa: E402
 from eval_app.models import EvalRun, EvalSet  # noqa: E402
 
 DEMO = ROOT / "eval_app" / "demo" / "trip_planner.evalset.json"
 AGENT = "trip_planner"
-TIMINGS: dict[str, list[float]] = defaultdict(list)
+CRITERIA = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
+# Run in each worker: the scripted model waits ADKUI_BENCH_MODEL_LATENCY seconds per call.
+WORKER = """
+import asyncio, os, sys
+import django
+django.setup()
+from django.core.management import call_command
+latency = float(os.environ.get("ADKUI_BENCH_MODEL_LATENCY") or 0)
+if latency:
+    from runtime_app.scripted_model import ScriptedModel
+    generate = ScriptedModel.generate_content_async
+    async def slow(self, llm_request, stream=False):
+        await asyncio.sleep(latency)
+        async for response in generate(self, llm_request, stream):
+            yield response
+    ScriptedModel.generate_content_async = slow
+call_command("db_worker", *sys.argv[1:])
+"""
 
 
 def hundred_cases(n: int) -> AdkEvalSet:
@@ -65,89 +81,75 @@ def hundred_cases(n: int) -> AdkEvalSet:
     return AdkEvalSet(eval_set_id="bench", eval_cases=cases)
 
 
-def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a sync or async function so each call's wall time is recorded under `name`."""
-    if asyncio.iscoroutinefunction(fn):
-        async def wrapper(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return await fn(*args, **kwargs)
-            finally:
-                TIMINGS[name].append(time.perf_counter() - start)
-    else:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                TIMINGS[name].append(time.perf_counter() - start)
-    return wrapper
+def start_workers(n: int, latency: float) -> list[subprocess.Popen]:
+    env = {**os.environ, "ADKUI_BENCH_MODEL_LATENCY": str(latency), "LOG_LEVEL": "ERROR",
+           "PYTHONWARNINGS": "ignore::UserWarning"}
+    args = ["--no-reload", "--no-startup-delay", "--interval", "0.05", "--verbosity", "0"]
+    return [subprocess.Popen([sys.executable, "-c", WORKER, *args], cwd=ROOT, env=env) for _ in range(n)]
 
 
-def add_model_latency(seconds: float) -> None:
-    from runtime_app.scripted_model import ScriptedModel
-
-    generate = ScriptedModel.generate_content_async
-
-    async def slow(self: ScriptedModel, llm_request: Any, stream: bool = False) -> Any:
-        await asyncio.sleep(seconds)
-        async for response in generate(self, llm_request, stream):
-            yield response
-
-    ScriptedModel.generate_content_async = slow
+def stop_workers(workers: list[subprocess.Popen]) -> None:
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.wait(60)
 
 
-def instrument() -> None:
-    DjangoSessionService.create_session = timed("create session", DjangoSessionService.create_session)
-    engine._score = timed("score", engine._score)
-    progress.eval_case_result_store = timed("store result", progress.eval_case_result_store)
+def wait_finished(run: EvalRun, workers: list[subprocess.Popen]) -> EvalRun:
+    while True:
+        run.refresh_from_db()
+        if run.status not in EvalRun.ACTIVE:
+            return run
+        if any(w.poll() is not None for w in workers):
+            raise SystemExit("a worker exited during the benchmark")
+        time.sleep(0.02)
 
 
-async def one_run(eval_set: EvalSet, concurrency: int) -> EvalRun:
-    run = await asyncio.to_thread(
-        services.eval_run_create, eval_set=eval_set, app_name=AGENT, specs=default_specs(),
-        concurrency=concurrency, start=False,
-    )
-    await engine.execute_run(run.pk, worker="bench")
-    return await EvalRun.objects.aget(pk=run.pk)
+def create_run(eval_set: EvalSet, eval_ids: list[str] | None = None, start: bool = True) -> EvalRun:
+    return services.eval_run_create(eval_set=eval_set, app_name=AGENT, metrics=metrics.eval_metrics(CRITERIA),
+                                    eval_ids=eval_ids, source="bench", start=start)
 
 
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:7.2f} ms"
+def with_workers(eval_set: EvalSet, n: int, latency: float) -> tuple[EvalRun, float]:
+    workers = start_workers(n, latency)
+    try:
+        warm = [c.eval_id for c in eval_set.cases.all()[: 3 * n]]
+        wait_finished(create_run(eval_set, warm), workers)  # imports and the agent's first load, in each worker
+        started = time.perf_counter()
+        run = wait_finished(create_run(eval_set), workers)
+        return run, time.perf_counter() - started
+    finally:
+        stop_workers(workers)
 
 
-def report(run: EvalRun, wall: float, concurrency: int) -> None:
-    cases = run.done
-    print(f"\n{cases} cases, concurrency {concurrency}: {run.status}, {run.passed} passed")
-    print(f"  total time                 {wall:7.2f} s   ({cases / wall:.0f} cases/s)")
-    print(f"  agent's own time (summed)  {run.agent_seconds:7.2f} s   ({ms(run.agent_seconds / cases)} a case)")
-    if concurrency == 1:
-        print(f"  our overhead per case      {ms((wall - run.agent_seconds) / cases)}   (total - agent) / cases")
-        for name, values in TIMINGS.items():
-            print(f"    {name:<22} {ms(statistics.mean(values))} mean, {ms(statistics.median(values))} median")
-    TIMINGS.clear()
+def inline(eval_set: EvalSet) -> tuple[EvalRun, float]:
+    services.eval_run_execute_inline(create_run(eval_set, [c.eval_id for c in eval_set.cases.all()[:3]], False))
+    started = time.perf_counter()
+    run = services.eval_run_execute_inline(create_run(eval_set, start=False))
+    return run, time.perf_counter() - started
 
 
-async def main() -> None:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=100)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to each model call")
+    parser.add_argument("--inline", action="store_true", help="also time eval_run_execute_inline (no worker)")
     args = parser.parse_args()
-    if args.latency:
-        add_model_latency(args.latency)
-    await asyncio.to_thread(call_command, "migrate", verbosity=0)
-    parsed = ParsedEvalSet(hundred_cases(args.cases), "evalset")
-    eval_set = await asyncio.to_thread(services.eval_set_import, parsed=parsed, app_name=AGENT, replace=True)
-    print(f"database: {os.environ['DATABASE_URL'].split('@')[-1]}, model latency {args.latency * 1000:.0f} ms")
-    await one_run(eval_set, 1)  # warm-up: imports, the agent's first load, SQLite's page cache
-    TIMINGS.clear()
-    instrument()
-    for concurrency in args.concurrency:
-        start = time.perf_counter()
-        run = await one_run(eval_set, concurrency)
-        report(run, time.perf_counter() - start, concurrency)
+    call_command("migrate", verbosity=0)
+    eval_set = services.eval_set_import(parsed=ParsedEvalSet(hundred_cases(args.cases), "evalset"),
+                                        app_name=AGENT, replace=True)
+    print(f"database: {os.environ['DATABASE_URL'].split('@')[-1]}, {args.cases} cases, "
+          f"model latency {args.latency * 1000:.0f} ms, DEBUG={os.environ['DEBUG']}")
+    rows = []
+    if args.inline:
+        rows.append(("inline (no worker)", *inline(eval_set)))
+    for n in args.workers:
+        rows.append((f"{n} db_worker{'s' if n > 1 else ''}", *with_workers(eval_set, n, args.latency)))
+    print(f"\n{'':<20} {'status':<10} {'passed':>7} {'seconds':>8} {'cases/s':>8}")
+    for label, run, wall in rows:
+        print(f"{label:<20} {run.status:<10} {run.passed:>7} {wall:>8.2f} {run.done / wall:>8.2f}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

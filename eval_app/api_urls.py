@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, path
 
 from . import apis
+from .apis.run_control import EvalRunCancelApi, EvalRunResumeApi
 
 app_name = "eval_api"
 # ADK's dev server paths, hyphenated ones and the older underscored aliases adk-web still calls.
@@ -14,6 +15,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("evals/sets", apis.EvalSetListApi.as_view(), name="eval-sets"),
     path("evals/sets/<int:pk>/runs", apis.EvalRunCreateApi.as_view(), name="eval-run-create"),
     path("evals/runs/<int:pk>", apis.EvalRunDetailApi.as_view(), name="eval-run"),
+    path("evals/runs/<int:pk>/cancel", EvalRunCancelApi.as_view(), name="eval-run-cancel"),
+    path("evals/runs/<int:pk>/resume", EvalRunResumeApi.as_view(), name="eval-run-resume"),
     # ADK's eval routes (adk-web's Eval tab):
     path(_APP + "/eval-sets", apis.AdkEvalSetListApi.as_view(), name="adk-eval-sets"),
     path(_APP + "/eval_sets", apis.AdkEvalSetIdsLegacyApi.as_view(), name="adk-eval-sets-legacy"),

@@ -3,7 +3,8 @@
 Accepted: `.evalset.json` (ADK's `EvalSet`), the same shape in YAML, and ADK's
 legacy formats: a `.test.json` list of turns (`query`, `expected_tool_use`,
 `reference`) or a list of `{name, data, initial_session}` cases. A
-`test_config.json` (ADK's `EvalConfig`) gives the metrics and thresholds.
+`test_config.json` is ADK's `EvalConfig`: its criteria become ADK EvalMetrics
+through `metrics.eval_metrics` (any metric ADK registers, with its options).
 A file with any problem is refused whole, each problem named by its field path.
 """
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 
 import yaml
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
-from google.adk.evaluation.eval_config import EvalConfig
-from google.adk.evaluation.eval_metrics import BaseCriterion, ToolTrajectoryCriterion
+from google.adk.evaluation.eval_config import EvalConfig, get_evaluation_criteria_or_default
+from google.adk.evaluation.eval_metrics import EvalMetric
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.local_eval_sets_manager import convert_eval_set_to_pydantic_schema
 from pydantic import ValidationError
@@ -25,7 +26,7 @@ from pydantic.alias_generators import to_snake
 
 from access import limits
 
-from .metrics import DEFAULT_THRESHOLDS, SUPPORTED_METRICS, TRAJECTORY, MetricSpec
+from . import metrics
 
 MAX_PROBLEMS = 20
 MAX_YAML_NODES = 200_000  # values after alias expansion: a large real eval set is ~50 000
@@ -256,52 +257,74 @@ def _tool_use_problems(uses: Any, where: str) -> list[str]:
 # ---- test_config.json -------------------------------------------------------
 
 
-def parse_test_config(*, content: bytes | str, filename: str = "test_config.json") -> list[MetricSpec]:
-    """Metric specs from ADK's test_config.json (criteria: a number or an object)."""
+def parse_eval_config(*, content: bytes | str, filename: str = "test_config.json",
+                      judge_model: str = "") -> tuple[EvalConfig, list[EvalMetric]]:
+    """ADK's EvalConfig from a test_config.json and its EvalMetrics, the criteria checked by
+    `metrics.eval_metrics` (every metric ADK registers, with its options); or EvalSetFileError
+    naming each bad field."""
     data = _load_json(filename, content)
     try:
         config = EvalConfig.model_validate(data)
     except ValidationError as exc:
         raise EvalSetFileError(filename, validation_problems(exc)) from exc
-    return specs_from_criteria(filename, config.criteria)
+    criteria = data.get("criteria") or {}  # as written: each metric's own criterion class reads it
+    return config, criteria_metrics(criteria, filename=filename, judge_model=judge_model)
 
 
-def specs_from_criteria(filename: str, criteria: dict[str, Any]) -> list[MetricSpec]:
-    specs, problems = [], []
-    for name, criterion in criteria.items():
-        if name not in SUPPORTED_METRICS:
-            problems.append(f"criteria.{name}: not a metric adkui scores (use {' or '.join(SUPPORTED_METRICS)})")
-            continue
-        try:
-            specs.append(_spec(name, criterion))
-        except ValidationError as exc:
-            problems += validation_problems(exc, f"criteria.{name}")
-    if problems:
-        raise EvalSetFileError(filename, problems)
-    return specs
+def parse_test_config(*, content: bytes | str, filename: str = "test_config.json",
+                      judge_model: str = "") -> list[EvalMetric]:
+    """The EvalMetrics of a test_config.json."""
+    return parse_eval_config(content=content, filename=filename, judge_model=judge_model)[1]
 
 
-def _spec(name: str, criterion: float | int | BaseCriterion | dict[str, Any]) -> MetricSpec:
-    if isinstance(criterion, (int, float)):
-        return MetricSpec(name, float(criterion))
-    raw = criterion.model_dump() if isinstance(criterion, BaseCriterion) else criterion
-    if name != TRAJECTORY:
-        return MetricSpec(name, float(BaseCriterion.model_validate(raw).threshold))
-    parsed = ToolTrajectoryCriterion.model_validate(raw)  # ADK's own coercion of "in_order", "ANY-ORDER", ...
-    return MetricSpec(name, float(parsed.threshold), parsed.match_type.name, parsed.ignore_args)
+def criteria_metrics(criteria: dict[str, Any], *, filename: str = "test_config.json",
+                     judge_model: str = "") -> list[EvalMetric]:
+    """EvalMetrics of test_config.json criteria (numbers or criterion objects) by `metrics.eval_metrics`."""
+    try:
+        return metrics.eval_metrics(criteria, judge_model=judge_model)
+    except metrics.MetricConfigError as exc:
+        raise EvalSetFileError(filename, [metric_problem(exc)]) from exc
 
 
-def default_specs() -> list[MetricSpec]:
-    return [MetricSpec(name, threshold) for name, threshold in DEFAULT_THRESHOLDS.items()]
+def metric_problem(exc: metrics.MetricConfigError, prefix: str = "criteria") -> str:
+    """`criteria.<field>: <message>`, however `metrics` names the field."""
+    field = str(exc.field or "")
+    if field and not field.startswith(prefix):
+        field = f"{prefix}.{field}"
+    message = str(exc)
+    return message if field and message.startswith(field) else f"{field or prefix}: {message}"
 
 
-def specs_from_stored(criteria: dict[str, Any]) -> list[MetricSpec]:
-    """Specs from criteria we stored ourselves (already validated)."""
-    return specs_from_criteria("stored criteria", criteria) if criteria else default_specs()
+def user_simulator_config_json(raw: Any) -> dict[str, Any] | None:
+    """ADK's user_simulator_config (its `type` picks the class; none: ADK's llm_backed), checked by
+    ADK's EvalConfig and given back as JSON; EvalSetFileError naming the bad fields otherwise."""
+    if raw is None:
+        return None
+    try:
+        config = EvalConfig.model_validate({"user_simulator_config": raw}).user_simulator_config
+    except ValidationError as exc:
+        raise EvalSetFileError("user_simulator_config", validation_problems(exc)) from exc
+    return config.model_dump(mode="json") if config is not None else None
 
 
-def criteria_of(specs: list[MetricSpec]) -> dict[str, Any]:
-    return {spec.metric_name: spec.criterion() for spec in specs}
+def default_eval_config() -> EvalConfig:
+    """ADK's own default, as `adk eval` uses it without a test_config.json."""
+    return get_evaluation_criteria_or_default(None)
+
+
+def stored_eval_config(criteria: dict[str, Any]) -> EvalConfig:
+    """The EvalConfig of criteria we stored ourselves (a set's), else ADK's default."""
+    return EvalConfig.model_validate({"criteria": criteria}) if criteria else default_eval_config()
+
+
+def stored_eval_metrics(criteria: dict[str, Any], *, judge_model: str = "") -> list[EvalMetric]:
+    """The EvalMetrics of a set's stored criteria, else of ADK's default criteria."""
+    return criteria_metrics(criteria or metrics.default_criteria(), filename="stored criteria", judge_model=judge_model)
+
+
+def criteria_of(eval_metrics: list[EvalMetric]) -> dict[str, Any]:
+    """EvalMetrics back to test_config.json's criteria (how a set's criteria are stored)."""
+    return metrics.criteria_of(eval_metrics)
 
 
 # ---- writing ----------------------------------------------------------------
@@ -327,8 +350,12 @@ def dump_eval_set_yaml(eval_set: AdkEvalSet) -> str:
     return yaml.safe_dump(json.loads(dump_eval_set_json(eval_set)), sort_keys=False, allow_unicode=True)
 
 
-def dump_test_config(specs: list[MetricSpec]) -> str:
-    return json.dumps({"criteria": criteria_of(specs)}, indent=2) + "\n"
+def dump_test_config(eval_metrics: list[EvalMetric], *, user_simulator_config: dict[str, Any] | None = None) -> str:
+    """A test_config.json ADK reads back (`get_evaluation_criteria_or_default`)."""
+    config: dict[str, Any] = {"criteria": criteria_of(eval_metrics)}
+    if user_simulator_config:
+        config["user_simulator_config"] = user_simulator_config
+    return json.dumps(config, indent=2) + "\n"
 
 
 def case_json(case: AdkEvalCase) -> dict[str, Any]:

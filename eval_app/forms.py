@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
 from google.adk.evaluation.eval_case import IntermediateData, Invocation
+from google.adk.evaluation.eval_metrics import EvalMetric, MetricInfo, ToolTrajectoryCriterion
+from google.adk.sessions.state import State
 from google.genai import types
 from pydantic import ValidationError
 
@@ -16,16 +19,14 @@ from access import limits
 
 from sessions_app.runtime import agent_names
 
-from . import metrics, selectors
+from . import judges, metrics, selectors, state_metric
 from .evalset_files import (
     EvalSetFileError,
     ParsedEvalSet,
     parse_eval_set_file,
     parse_test_config,
-    specs_from_stored,
     validation_problems,
 )
-from .metrics import MetricSpec
 from .models import EvalSet
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
@@ -34,10 +35,6 @@ MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 def _agent_choices(blank: str | None = None) -> list[tuple[str, str]]:
     choices = [(name, name) for name in agent_names()]
     return ([("", blank)] if blank is not None else []) + choices
-
-
-def concurrency_setting() -> int:
-    return max(1, int(getattr(settings, "ADKUI_EVAL_CONCURRENCY", 1)))
 
 
 # ---- import -----------------------------------------------------------------
@@ -50,7 +47,7 @@ class ImportForm(forms.Form):
     replace = forms.BooleanField(required=False, help_text="replace the cases of an eval set with the same id")
 
     parsed: ParsedEvalSet
-    specs: list[MetricSpec] | None = None
+    metrics: Any = None  # the test_config's EvalMetrics (parse_test_config)
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -64,7 +61,7 @@ class ImportForm(forms.Form):
     def clean_test_config(self) -> Any:
         upload = self.cleaned_data.get("test_config")
         if upload:
-            self.specs = _parse(upload, lambda content: parse_test_config(content=content, filename=upload.name))
+            self.metrics = _parse(upload, lambda content: parse_test_config(content=content, filename=upload.name))
         return upload
 
 
@@ -78,6 +75,119 @@ def _parse(upload: Any, parse: Any) -> Any:
 
 
 # ---- run --------------------------------------------------------------------
+#
+# Every metric of ADK's registry (`metrics.metrics_info()`), each with the
+# options its criterion type has: the form builds ADK's test_config `criteria`
+# and `metrics.eval_metrics` validates them with ADK's EvalConfig.
+
+DETERMINISTIC, JUDGE, INFORMATIONAL = "deterministic", "judge", "informational"
+GROUP_NOTES = {
+    DETERMINISTIC: "No judge model of the run's: computed by ADK's evaluators (a few of ADK's, such as safety_v1, "
+                   "are scored through Vertex AI and need a Google Cloud project).",
+    JUDGE: "Asked of the judge model: the run's unless the metric names its own.",
+    INFORMATIONAL: "ADK reports these for every case; they never pass or fail.",
+}
+GROUP_TITLES = {
+    DETERMINISTIC: "Deterministic metrics",
+    JUDGE: "LLM-as-judge metrics",
+    INFORMATIONAL: "Informational (recorded for every run)",
+}
+RUBRIC_LINE = re.compile(r"^(?P<id>[A-Za-z0-9_.-]{1,64}):\s+(?P<text>\S.*)$")
+
+
+@dataclass
+class MetricRow:
+    """One metric of the run form: ADK's info, its group and its bound fields."""
+
+    info: MetricInfo
+    group: str
+    options: tuple[str, ...]
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.info.metric_name
+
+    @property
+    def interval(self) -> str:
+        interval = self.info.metric_value_info.interval
+        return f"{interval.min_value:g}–{interval.max_value:g}" if interval else ""
+
+
+def _metric_options(name: str) -> tuple[str, ...]:
+    criterion = metrics.criterion_class(name)
+    options = ["threshold"]
+    if issubclass(criterion, ToolTrajectoryCriterion):
+        options += ["match_type", "ignore_args"]
+    if metrics.needs_rubrics(name):
+        options.append("rubrics")
+    if metrics.is_judge_metric(name):
+        options += ["judge_model", "num_samples"]
+    return tuple(options)
+
+
+def _group(info: MetricInfo) -> str:
+    if info.metric_name in metrics.INFORMATIONAL:
+        return INFORMATIONAL
+    return JUDGE if metrics.is_judge_metric(info.metric_name) else DETERMINISTIC
+
+
+def _default_threshold(info: MetricInfo) -> float:
+    default = _criterion_options(metrics.default_criteria().get(info.metric_name)).get("threshold")
+    if default is not None:
+        return float(default)
+    if info.metric_name == state_metric.METRIC_NAME:
+        return state_metric.DEFAULT_THRESHOLD
+    interval = info.metric_value_info.interval
+    if interval is None:
+        return 1.0
+    return round(interval.min_value + 0.8 * (interval.max_value - interval.min_value), 3)
+
+
+def _option_field(info: MetricInfo, option: str) -> forms.Field:
+    if option == "threshold":
+        interval = info.metric_value_info.interval
+        return forms.FloatField(required=False, label="threshold", initial=_default_threshold(info),
+                                min_value=interval.min_value if interval else None,
+                                max_value=interval.max_value if interval else None)
+    if option == "match_type":
+        names = [m.name for m in ToolTrajectoryCriterion.MatchType]
+        return forms.ChoiceField(required=False, label="match", choices=[(n, n) for n in names],
+                                 initial=ToolTrajectoryCriterion.MatchType.EXACT.name)
+    if option == "ignore_args":
+        return forms.BooleanField(required=False, label="ignore args (compare tool names only)")
+    if option == "rubrics":
+        return forms.CharField(required=False, label="rubrics", widget=forms.Textarea(attrs={"rows": 3}),
+                               help_text='one rubric a line; an id first is optional: "concise: The answer is short."')
+    if option == "judge_model":
+        return forms.CharField(required=False, max_length=255, label="judge model",
+                               help_text="blank: the run's judge model")
+    return forms.IntegerField(required=False, label="samples", min_value=1, max_value=20, initial=1,
+                              help_text="judge calls per invocation (ADK's num_samples)")
+
+
+def parse_rubrics(text: str) -> list[dict[str, Any]]:
+    """One rubric a line, `id: text` or just text (then the id is rubric_<n>), as ADK's Rubric JSON."""
+    rubrics = []
+    for n, line in enumerate((ln.strip() for ln in text.splitlines() if ln.strip()), start=1):
+        match = RUBRIC_LINE.match(line)
+        rubric_id, prop = (match["id"], match["text"]) if match else (f"rubric_{n}", line)
+        rubrics.append({"rubric_id": rubric_id, "rubric_content": {"text_property": prop}})
+    ids = [r["rubric_id"] for r in rubrics]
+    if len(set(ids)) != len(ids):
+        raise forms.ValidationError("Each rubric needs its own id.")
+    return rubrics
+
+
+def rubrics_text(rubrics: list[dict[str, Any]]) -> str:
+    lines = []
+    for rubric in rubrics if isinstance(rubrics, list) else []:
+        if not isinstance(rubric, dict):
+            continue
+        content = rubric.get("rubric_content") or rubric.get("rubricContent") or {}
+        text = content.get("text_property") or content.get("textProperty") or ""
+        lines.append(f"{rubric.get('rubric_id') or rubric.get('rubricId')}: {text}")
+    return "\n".join(lines)
 
 
 class RunForm(forms.Form):
@@ -85,64 +195,201 @@ class RunForm(forms.Form):
     scope = forms.ChoiceField(choices=[("all", "all cases"), ("selected", "selected cases")], initial="all",
                               widget=forms.RadioSelect)
     eval_ids = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
-    trajectory = forms.BooleanField(required=False, initial=True, label=metrics.TRAJECTORY)
-    trajectory_threshold = forms.FloatField(min_value=0, max_value=1, initial=1.0, label="threshold")
-    match_type = forms.ChoiceField(choices=[(m, m) for m in metrics.MATCH_TYPES], initial=metrics.EXACT)
-    ignore_args = forms.BooleanField(required=False, label="ignore args")
-    response = forms.BooleanField(required=False, initial=True, label=metrics.RESPONSE_MATCH)
-    response_threshold = forms.FloatField(min_value=0, max_value=1, initial=0.8, label="threshold")
+    judge_model = forms.CharField(required=False, max_length=255, label="Judge model",
+                                  help_text="any model ADK can load (Gemini, LiteLLM names); blank: the default")
     repeats = forms.IntegerField(min_value=1, max_value=50, initial=1)
 
     def __init__(self, *args: Any, eval_set: EvalSet, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.eval_set = eval_set
+        self.eval_metrics: list[EvalMetric] = []
         self.fields["app_name"].choices = _agent_choices()
         self.fields["eval_ids"].choices = [(i, i) for i in selectors.eval_case_ids(eval_set)]
+        self.default_judge_model = judges.default_judge_model()
+        self.fields["judge_model"].widget.attrs["placeholder"] = self.default_judge_model
+        self.rows = [MetricRow(info, _group(info), _metric_options(info.metric_name))
+                     for info in metrics.metrics_info()]
+        for row in self.rows:
+            if row.group == INFORMATIONAL:
+                continue
+            self.fields[self.key(row.name, "on")] = forms.BooleanField(required=False, label=row.name)
+            for option in row.options:
+                self.fields[self.key(row.name, option)] = _option_field(row.info, option)
+        known = {r.name for r in self.rows if r.group != INFORMATIONAL}
+        self.unknown_saved = sorted(name for name in eval_set.criteria or {} if name not in known)
         if not self.is_bound:
-            self.initial.update(_initial_from_specs(specs_from_stored(eval_set.criteria)))
+            self.initial.update(self._initial_from_criteria(eval_set.criteria or metrics.default_criteria()))
             if eval_set.app_name:
                 self.initial["app_name"] = eval_set.app_name
+        for row in self.rows:
+            row.fields = {name: self[self.key(row.name, name)] for name in ("on", *row.options)
+                          if self.key(row.name, name) in self.fields}
+
+    def general_fields(self) -> list[Any]:
+        return [self[name] for name in ("app_name", "scope", "eval_ids", "judge_model", "repeats")]
+
+    @staticmethod
+    def key(metric_name: str, option: str) -> str:
+        return f"{metric_name}__{option}"
+
+    def groups(self) -> list[tuple[str, str, str, list[MetricRow]]]:
+        return [(group, GROUP_TITLES[group], GROUP_NOTES[group], [r for r in self.rows if r.group == group])
+                for group in (DETERMINISTIC, JUDGE, INFORMATIONAL) if any(r.group == group for r in self.rows)]
+
+    def _initial_from_criteria(self, criteria: dict[str, Any]) -> dict[str, Any]:
+        initial: dict[str, Any] = {}
+        for row in self.rows:
+            if row.name not in criteria or row.group == INFORMATIONAL:
+                continue
+            initial[self.key(row.name, "on")] = True
+            for option, value in _criterion_options(criteria[row.name]).items():
+                if option in row.options:
+                    initial[self.key(row.name, option)] = value
+        return initial
+
+    def chosen(self) -> list[MetricRow]:
+        data = self.cleaned_data
+        return [r for r in self.rows if r.group != INFORMATIONAL and data.get(self.key(r.name, "on"))]
+
+    def clean_judge_model(self) -> str:
+        name = self.cleaned_data["judge_model"].strip()
+        if name:
+            _check_model(name)
+        return name
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        if not self.errors and not (data.get("trajectory") or data.get("response")):
-            raise forms.ValidationError("Choose at least one metric.")
         if data.get("scope") == "selected" and not data.get("eval_ids"):
             self.add_error("eval_ids", "Select at least one case, or run all cases.")
+        chosen = self.chosen()
+        self._forget_errors_of_unchosen(chosen)
+        if not chosen:
+            self.add_error(None, "Choose at least one metric.")
+        criteria = {}
+        for row in chosen:
+            criterion = self._criterion(row)
+            if criterion is not None:
+                criteria[row.name] = criterion
+        if self.errors:
+            return data
+        try:
+            self.eval_metrics = metrics.eval_metrics(criteria, judge_model=data.get("judge_model", ""))
+        except metrics.MetricConfigError as exc:
+            self.add_error(self._field_of(exc.field), str(exc))
         return data
 
-    def specs(self) -> list[MetricSpec]:
-        data = self.cleaned_data
-        specs = []
-        if data["trajectory"]:
-            specs.append(MetricSpec(metrics.TRAJECTORY, data["trajectory_threshold"], data["match_type"],
-                                    data["ignore_args"]))
-        if data["response"]:
-            specs.append(MetricSpec(metrics.RESPONSE_MATCH, data["response_threshold"]))
-        return specs
+    def _forget_errors_of_unchosen(self, chosen: list[MetricRow]) -> None:
+        """A metric left unticked is not run: what its options say does not matter."""
+        names = {row.name for row in chosen}
+        for row in self.rows:
+            if row.name not in names:
+                for option in row.options:
+                    self._errors.pop(self.key(row.name, option), None)
+                    self.cleaned_data.pop(self.key(row.name, option), None)
+
+    def _criterion(self, row: MetricRow) -> float | dict[str, Any] | None:
+        """This metric's entry of ADK's criteria; None (and a field error) when an option is wrong."""
+        value = lambda option: self.cleaned_data.get(self.key(row.name, option))  # noqa: E731
+        threshold = value("threshold")
+        if threshold is None:
+            self.add_error(self.key(row.name, "threshold"), "A threshold is required for a chosen metric.")
+            return None
+        criterion: dict[str, Any] = {"threshold": threshold}
+        if "match_type" in row.options:
+            criterion.update(match_type=value("match_type") or ToolTrajectoryCriterion.MatchType.EXACT.name,
+                             ignore_args=bool(value("ignore_args")))
+        if "rubrics" in row.options:
+            try:
+                criterion["rubrics"] = parse_rubrics(value("rubrics") or "")
+            except forms.ValidationError as exc:
+                self.add_error(self.key(row.name, "rubrics"), exc)
+                return None
+            if not criterion["rubrics"]:
+                self.add_error(self.key(row.name, "rubrics"), f"{row.name} needs at least one rubric.")
+                return None
+        if "judge_model" in row.options:
+            judge = (value("judge_model") or "").strip()
+            if judge:
+                try:
+                    _check_model(judge)
+                except forms.ValidationError as exc:
+                    self.add_error(self.key(row.name, "judge_model"), exc)
+                    return None
+            # Without a model of its own, `metrics.eval_metrics` gives the metric the run's judge.
+            options = {"judge_model": judge} if judge else {}
+            criterion["judge_model_options"] = {**options, "num_samples": value("num_samples") or 1}
+        return threshold if len(criterion) == 1 else criterion
+
+    def _field_of(self, error_field: str | None) -> str | None:
+        """The form field a MetricConfigError's field names (`criteria.<metric>[.<option>...]`); None: the form's."""
+        parts = (error_field or "").split(".")
+        if parts[0] == "judge_model":
+            return "judge_model"
+        row = next((r for r in self.rows if parts[0] == "criteria" and parts[1:2] == [r.name]), None)
+        if row is None or row.group == INFORMATIONAL:
+            return None
+        option = next((o for o in reversed(parts[2:]) if o in row.options), None)
+        return self.key(row.name, option or "on")
 
     def chosen_eval_ids(self) -> list[str]:
         return list(self.cleaned_data["eval_ids"]) if self.cleaned_data["scope"] == "selected" else []
 
 
-def _initial_from_specs(specs: list[MetricSpec]) -> dict[str, Any]:
-    by_name = {s.metric_name: s for s in specs}
-    initial: dict[str, Any] = {"trajectory": metrics.TRAJECTORY in by_name, "response": metrics.RESPONSE_MATCH in by_name}
-    if trajectory := by_name.get(metrics.TRAJECTORY):
-        initial.update(trajectory_threshold=trajectory.threshold, match_type=trajectory.match_type,
-                       ignore_args=trajectory.ignore_args)
-    if response := by_name.get(metrics.RESPONSE_MATCH):
-        initial["response_threshold"] = response.threshold
-    return initial
+def _check_model(name: str) -> None:
+    try:
+        judges.check_model(name)
+    except ValueError as exc:
+        raise forms.ValidationError(str(exc)) from exc
+
+
+def _criterion_options(criterion: Any) -> dict[str, Any]:
+    """A stored criteria entry (a threshold, or a criterion dict in either spelling) as form options."""
+    if isinstance(criterion, (int, float)):
+        return {"threshold": float(criterion)}
+    if not isinstance(criterion, dict):
+        return {}
+    get = lambda *names: next((criterion[n] for n in names if n in criterion), None)  # noqa: E731
+    options: dict[str, Any] = {"threshold": get("threshold")}
+    match_type = get("match_type", "matchType")
+    if match_type is not None:
+        try:
+            options["match_type"] = ToolTrajectoryCriterion.model_validate(
+                {"threshold": 0, "match_type": match_type}).match_type.name
+        except ValidationError:
+            pass
+    options["ignore_args"] = bool(get("ignore_args", "ignoreArgs"))
+    if rubrics := get("rubrics"):
+        options["rubrics"] = rubrics_text(rubrics)
+    judge = get("judge_model_options", "judgeModelOptions") or {}
+    if judge_model := judge.get("judge_model") or judge.get("judgeModel"):
+        options["judge_model"] = judge_model
+    if samples := judge.get("num_samples") or judge.get("numSamples"):
+        options["num_samples"] = samples
+    return {k: v for k, v in options.items() if v is not None}
 
 
 # ---- add a session to an eval set -------------------------------------------
 
 
+FINAL_STATE_HELP = ("a JSON object: every key (plain, app: or user:) must equal the session's state after the "
+                    "last turn for final_session_state_match to pass; {} expects nothing")
+
+
 class AddSessionForm(forms.Form):
+    """A session (up to event #`at`, when given) as a case; from an event, with the
+    state as of that event proposed as the expected final state, editable."""
+
     eval_set = forms.ModelChoiceField(queryset=EvalSet.objects.none(), required=False, empty_label="(new eval set)")
     new_eval_set_id = forms.CharField(required=False, max_length=255, label="new eval set id")
     eval_id = forms.CharField(max_length=255, label="case id")
+    at = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
+    final_session_state = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6}), required=False, label="expected final state",
+        help_text=FINAL_STATE_HELP,
+    )
+
+    def clean_final_session_state(self) -> dict[str, Any]:
+        return state_object(self.cleaned_data.get("final_session_state"), final=True)
 
     def __init__(self, *args: Any, app_name: str, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -164,15 +411,45 @@ class CaseForm(forms.Form):
     user_id = forms.CharField(max_length=255, required=False, help_text="the session's user id when the case runs")
     state = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False,
                             help_text="initial session state, a JSON object (app:/user: prefixes allowed)")
+    final_session_state = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}), required=False, label="Expected final state",
+        help_text=FINAL_STATE_HELP,
+    )
 
     def clean_state(self) -> dict[str, Any]:
-        text = (self.cleaned_data.get("state") or "").strip()
-        if not text:
-            return {}
-        value = _json_field(text)
-        if not isinstance(value, dict):
-            raise forms.ValidationError("The state must be a JSON object.")
-        return value
+        return state_object(self.cleaned_data.get("state"), final=False)
+
+    def clean_final_session_state(self) -> dict[str, Any]:
+        return state_object(self.cleaned_data.get("final_session_state"), final=True)
+
+
+def state_object(text: str | None, *, final: bool) -> dict[str, Any]:
+    """A state typed as JSON ({} when empty): an object of storable values within
+    ADKUI_MAX_STATE_BYTES, each key (without its app:/user: prefix) fitting its column.
+    A final state cannot expect `temp:` keys: ADK never stores them."""
+    text = (text or "").strip()
+    if not text:
+        return {}
+    what = "The expected final state" if final else "The state"
+    value = _json_field(text)
+    if not isinstance(value, dict):
+        raise forms.ValidationError(f'{what} must be a JSON object, like {{"key": "value"}}.')
+    problems = []
+    try:
+        limits.check_state_size(value, "state")
+    except limits.InputError as exc:
+        problems.append(f"{what} {exc.message}")
+    for key in value:
+        bare = key.removeprefix(State.APP_PREFIX).removeprefix(State.USER_PREFIX)
+        try:
+            limits.check_id(bare, f"key {key[:60]!r}")
+        except limits.InputError as exc:
+            problems.append(str(exc))
+        if final and key.startswith(State.TEMP_PREFIX):
+            problems.append(f"key {key[:60]!r}: temp: keys are never stored, so no session can end with one.")
+    if problems:
+        raise forms.ValidationError(problems)
+    return value
 
 
 class TurnForm(forms.Form):
@@ -220,6 +497,7 @@ def case_initial(case: AdkEvalCase) -> tuple[dict[str, Any], list[dict[str, Any]
         "eval_id": case.eval_id,
         "user_id": session_input.user_id if session_input else "",
         "state": json.dumps(session_input.state, indent=2, ensure_ascii=False) if session_input else "",
+        "final_session_state": state_text(case.final_session_state),
     }
     turns = [
         {
@@ -230,6 +508,11 @@ def case_initial(case: AdkEvalCase) -> tuple[dict[str, Any], list[dict[str, Any]
         for turn in case.conversation or []
     ]
     return head, turns
+
+
+def state_text(state: dict[str, Any] | None) -> str:
+    """A state for a textarea: "" for none."""
+    return json.dumps(state, indent=2, ensure_ascii=False, sort_keys=True) if state else ""
 
 
 def _calls_text(calls: list[types.FunctionCall]) -> str:
@@ -251,6 +534,8 @@ def edited_case(original: dict[str, Any], head: dict[str, Any], turns: list[dict
     data = copy.deepcopy(original)
     data["eval_id"] = head["eval_id"].strip()
     _apply_session_input(data, head, app_name)
+    if head.get("final_session_state", {}) != (original.get("final_session_state") or {}):
+        data["final_session_state"] = head.get("final_session_state") or {}
     current = AdkEvalCase.model_validate(original)
     for i, (turn, new) in enumerate(zip(current.conversation or [], turns)):
         data["conversation"][i] = _edited_turn(turn, new)

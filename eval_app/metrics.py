@@ -1,87 +1,212 @@
-"""ADK's two reference metrics, scored by our own code with ADK's exact rules.
+"""The metrics a run can ask for: ADK's metric registry, ADK's config, ADK's evaluators.
 
-`tool_trajectory_avg_score` (ADK's `TrajectoryEvaluator`): each invocation
-scores 1.0 when the actual tool calls match the expected ones under the match
-type, else 0.0; the case score is the mean. `response_match_score` (ADK's
-`RougeEvaluator`): ROUGE-1 F-measure of the actual final response against the
-expected one, per invocation, averaged. A verdict is PASSED when the score is
-at least the threshold. tests/eval_app/test_metrics.py proves the scores equal
-ADK's evaluators' on the same invocations.
+Nothing is scored here. `metrics_info()` lists what ADK's
+`DEFAULT_METRIC_EVALUATOR_REGISTRY` registers (with adkui's
+`final_session_state_match`); `eval_metrics()` turns test_config.json `criteria`
+into ADK `EvalMetric`s through ADK's own `EvalConfig` and
+`get_eval_metrics_from_config`, checking each criterion against the class its
+metric's evaluator reads it with, and refusing what ADK would only fail on
+mid-run (an unknown metric, a rubric metric without rubrics, a judge model that
+cannot load). The informational metrics ADK records for every eval are added by
+the engine, never asked for.
 """
 from __future__ import annotations
 
-import unicodedata
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from google.adk.evaluation.eval_case import IntermediateData, Invocation, InvocationEvents
+from google.adk.evaluation.eval_config import (
+    EvalConfig,
+    append_default_efficiency_metrics,
+    get_eval_metrics_from_config,
+    get_evaluation_criteria_or_default,
+)
+from google.adk.evaluation.eval_metrics import (
+    BaseCriterion,
+    EvalMetric,
+    EvalStatus,
+    MetricInfo,
+    RubricsBasedCriterion,
+    ToolTrajectoryCriterion,
+)
+from google.adk.evaluation.evaluator import Evaluator
+from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
 from google.genai import types
-from rouge_score.rouge_scorer import RougeScorer
-from rouge_score.tokenizers import DefaultTokenizer
+from pydantic import ValidationError
+
+from . import judges, state_metric
 
 TRAJECTORY = "tool_trajectory_avg_score"
 RESPONSE_MATCH = "response_match_score"
-SUPPORTED_METRICS = (TRAJECTORY, RESPONSE_MATCH)
-DEFAULT_THRESHOLDS = {TRAJECTORY: 1.0, RESPONSE_MATCH: 0.8}  # ADK's DEFAULT_CRITERIA
+FINAL_SESSION_STATE = state_metric.METRIC_NAME
 
-EXACT, IN_ORDER, ANY_ORDER = "EXACT", "IN_ORDER", "ANY_ORDER"
+# Reported for every eval, never passing or failing (ADK's efficiency metrics).
+INFORMATIONAL: tuple[str, ...] = tuple(m.metric_name for m in append_default_efficiency_metrics([]))
+
+EXACT, IN_ORDER, ANY_ORDER = (m.name for m in ToolTrajectoryCriterion.MatchType)
 MATCH_TYPES = (EXACT, IN_ORDER, ANY_ORDER)
-
 PASSED, FAILED, NOT_EVALUATED = "PASSED", "FAILED", "NOT_EVALUATED"  # ADK's EvalStatus names
 
 
-@dataclass(frozen=True)
-class MetricSpec:
-    """One metric as a run asks for it (ADK's EvalMetric + criterion, flattened)."""
+class MetricConfigError(ValueError):
+    """A metric the run cannot use; `field` names where (`criteria.<metric>...`)."""
 
-    metric_name: str
-    threshold: float
-    match_type: str = EXACT
-    ignore_args: bool = False
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
 
-    def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"metric_name": self.metric_name, "threshold": self.threshold}
-        if self.metric_name == TRAJECTORY:
-            data.update(match_type=self.match_type, ignore_args=self.ignore_args)
-        return data
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MetricSpec:
-        return cls(
-            metric_name=data["metric_name"],
-            threshold=float(data["threshold"]),
-            match_type=data.get("match_type", EXACT),
-            ignore_args=bool(data.get("ignore_args", False)),
+# ---- the registry -----------------------------------------------------------
+
+
+def metrics_info() -> list[MetricInfo]:
+    """Every metric ADK's registry knows, with its description and value range."""
+    state_metric.register()
+    return DEFAULT_METRIC_EVALUATOR_REGISTRY.get_registered_metrics()
+
+
+def metric_names() -> list[str]:
+    return [info.metric_name for info in metrics_info()]
+
+
+def evaluator_class(metric_name: str) -> type[Evaluator] | None:
+    """The evaluator ADK's registry runs `metric_name` with (None: not registered)."""
+    state_metric.register()
+    # The registry has no public lookup of a class; get_evaluator() would build one.
+    entry = DEFAULT_METRIC_EVALUATOR_REGISTRY._registry.get(metric_name)  # noqa: SLF001
+    return entry[0] if entry else None
+
+
+def criterion_class(metric_name: str) -> type[BaseCriterion]:
+    """The criterion class the metric's evaluator reads its criterion as."""
+    return getattr(evaluator_class(metric_name), "criterion_type", BaseCriterion)
+
+
+def is_judge_metric(metric_name: str) -> bool:
+    """Whether the metric asks a judge model (its criterion has judge_model_options)."""
+    return "judge_model_options" in criterion_class(metric_name).model_fields
+
+
+def needs_rubrics(metric_name: str) -> bool:
+    return issubclass(criterion_class(metric_name), RubricsBasedCriterion)
+
+
+def status_name(eval_status: int | EvalStatus | str) -> str:
+    """"PASSED" / "FAILED" / "NOT_EVALUATED" / "INFORMATIONAL" for ADK's EvalStatus (or its int)."""
+    if isinstance(eval_status, str):
+        return EvalStatus[eval_status].name
+    return EvalStatus(eval_status).name
+
+
+# ---- criteria <-> EvalMetrics -----------------------------------------------
+
+
+def default_criteria() -> dict[str, Any]:
+    """ADK's default criteria, as `adk eval` uses them without a test_config.json."""
+    return criteria_of(get_eval_metrics_from_config(get_evaluation_criteria_or_default(None)))
+
+
+def eval_metrics(criteria: dict[str, Any], *, judge_model: str = "") -> list[EvalMetric]:
+    """ADK EvalMetrics for test_config.json `criteria` (informational metrics not included).
+
+    A judge metric without a judge model of its own gets `judge_model` (else
+    the default judge). Raises MetricConfigError naming the field."""
+    if not isinstance(criteria, dict):
+        raise MetricConfigError("criteria", "Must be an object mapping metric names to thresholds or criteria.")
+    for name, criterion in criteria.items():
+        _check_name(name)
+        try:
+            EvalConfig.model_validate({"criteria": {name: criterion}})
+        except ValidationError as exc:
+            raise MetricConfigError(f"criteria.{name}", _problems(exc, skip=2)) from exc
+    config = EvalConfig.model_validate({"criteria": criteria})
+    wanted = [m for m in get_eval_metrics_from_config(config) if m.metric_name in criteria]
+    return [_checked(m, judge_model) for m in wanted]
+
+
+def _check_name(name: str) -> None:
+    if name in INFORMATIONAL:
+        raise MetricConfigError(
+            f"criteria.{name}", f"{name} is informational: ADK records it for every run, without a threshold."
         )
-
-    def criterion(self) -> float | dict[str, Any]:
-        """This metric's entry under `criteria` in ADK's test_config.json."""
-        if self.metric_name == TRAJECTORY and (self.match_type != EXACT or self.ignore_args):
-            return {"threshold": self.threshold, "match_type": self.match_type, "ignore_args": self.ignore_args}
-        return self.threshold
-
-
-@dataclass
-class MetricScore:
-    metric_name: str
-    threshold: float
-    score: float | None
-    status: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"metric_name": self.metric_name, "threshold": self.threshold, "score": self.score, "status": self.status}
+    if evaluator_class(name) is None:
+        raise MetricConfigError(
+            f"criteria.{name}", f"Unknown metric {name!r}; ADK's registry has: {', '.join(_selectable())}."
+        )
+    try:
+        judges.check_metric_available(name)
+    except ValueError as exc:
+        raise MetricConfigError(f"criteria.{name}", str(exc)) from exc
 
 
-@dataclass
-class CaseScores:
-    """Scores of one case: overall per metric, and per metric for each invocation."""
-
-    status: str
-    overall: list[MetricScore]
-    per_invocation: list[list[MetricScore]] = field(default_factory=list)
+def _selectable() -> list[str]:
+    return [n for n in metric_names() if n not in INFORMATIONAL]
 
 
-# ---- tool trajectories ------------------------------------------------------
+def _checked(eval_metric: EvalMetric, judge_model: str) -> EvalMetric:
+    """The metric with its criterion as its evaluator's class and a judge model, checked."""
+    name = eval_metric.metric_name
+    field = f"criteria.{name}"
+    try:
+        eval_metric = with_judge_model(eval_metric, judge_model)
+        criterion = criterion_class(name).model_validate(eval_metric.criterion.model_dump())
+    except ValidationError as exc:
+        raise MetricConfigError(field, _problems(exc)) from exc
+    if isinstance(criterion, RubricsBasedCriterion) and not criterion.rubrics:
+        raise MetricConfigError(f"{field}.rubrics", f"{name} needs at least one rubric.")
+    if is_judge_metric(name):
+        try:
+            judges.check_model(criterion.judge_model_options.judge_model)
+        except ValueError as exc:
+            raise MetricConfigError(f"{field}.judge_model_options.judge_model", str(exc)) from exc
+    return eval_metric.model_copy(update={"criterion": criterion})
+
+
+def _problems(exc: ValidationError, skip: int = 0) -> str:
+    """Pydantic's errors as `field: message`, the first `skip` parts of each path left out."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in error['loc'][skip:]) or 'value'}: {error['msg']}" for error in exc.errors()
+    )
+
+
+def with_judge_model(eval_metric: EvalMetric, judge_model: str = "") -> EvalMetric:
+    """A judge metric whose criterion names no judge model of its own, given
+    `judge_model` (else the default judge); any other metric as it is."""
+    if not is_judge_metric(eval_metric.metric_name) or eval_metric.criterion is None:
+        return eval_metric
+    criterion = criterion_class(eval_metric.metric_name).model_validate(eval_metric.criterion.model_dump())
+    options = criterion.judge_model_options
+    if "judge_model_options" not in criterion.model_fields_set or "judge_model" not in options.model_fields_set:
+        options = options.model_copy(update={"judge_model": judge_model or judges.default_judge_model()})
+        criterion = criterion.model_copy(update={"judge_model_options": options})
+    return eval_metric.model_copy(update={"criterion": criterion})
+
+
+def run_metrics(stored: list[dict[str, Any]], *, judge_model: str = "") -> list[EvalMetric]:
+    """A run's stored EvalMetric dicts, judge models filled in, plus ADK's informational metrics."""
+    asked = [with_judge_model(EvalMetric.model_validate(m), judge_model) for m in stored]
+    return append_default_efficiency_metrics(asked)
+
+
+def criteria_of(metrics: list[EvalMetric]) -> dict[str, Any]:
+    """EvalMetrics back as test_config.json `criteria` (informational ones left out)."""
+    return {m.metric_name: _criterion_json(m) for m in metrics if m.metric_name not in INFORMATIONAL}
+
+
+def _criterion_json(eval_metric: EvalMetric) -> float | dict[str, Any]:
+    criterion = eval_metric.criterion
+    if criterion is None:
+        return float(eval_metric.threshold if eval_metric.threshold is not None else 0.0)
+    data = criterion.model_dump(mode="json", exclude_defaults=True)
+    if set(data) <= {"threshold"}:
+        return float(criterion.threshold)
+    data["threshold"] = criterion.threshold
+    if isinstance(data.get("match_type"), int):  # ADK reads the name too; people read it better
+        data["match_type"] = ToolTrajectoryCriterion.MatchType(data["match_type"]).name
+    return data
+
+
+# ---- reading invocations ----------------------------------------------------
 
 
 def tool_calls(invocation: Invocation | None) -> list[types.FunctionCall]:
@@ -100,144 +225,8 @@ def tool_calls(invocation: Invocation | None) -> list[types.FunctionCall]:
     return []
 
 
-def _same_call(actual: types.FunctionCall, expected: types.FunctionCall, ignore_args: bool) -> bool:
-    return actual.name == expected.name and (ignore_args or actual.args == expected.args)
-
-
-def trajectory_matches(
-    actual: list[types.FunctionCall], expected: list[types.FunctionCall], match_type: str, ignore_args: bool
-) -> bool:
-    if match_type == EXACT:
-        return len(actual) == len(expected) and all(
-            _same_call(a, e, ignore_args) for a, e in zip(actual, expected)
-        )
-    if match_type == IN_ORDER:
-        # Expected calls must appear as a subsequence; a greedy scan finds one if any exists.
-        position = 0
-        for call in actual:
-            if position < len(expected) and _same_call(call, expected[position], ignore_args):
-                position += 1
-        return position == len(expected)
-    if match_type == ANY_ORDER:
-        # Each expected call consumes the first unused actual call it matches, as ADK does.
-        unused = list(actual)
-        for wanted in expected:
-            index = next((i for i, call in enumerate(unused) if _same_call(call, wanted, ignore_args)), None)
-            if index is None:
-                return False
-            unused.pop(index)
-        return True
-    raise ValueError(f"Unknown match type {match_type!r}; expected one of {', '.join(MATCH_TYPES)}.")
-
-
-def trajectory_score(actual: Invocation, expected: Invocation, spec: MetricSpec) -> float:
-    matched = trajectory_matches(tool_calls(actual), tool_calls(expected), spec.match_type, spec.ignore_args)
-    return 1.0 if matched else 0.0
-
-
-# ---- final response ROUGE-1 -------------------------------------------------
-
-
 def response_text(content: types.Content | None) -> str:
     """The text parts of a response, one per line (how ADK reads a final response)."""
     if not content or not content.parts:
         return ""
     return "\n".join(part.text for part in content.parts if part.text)
-
-
-def _cjk(char: str) -> bool:
-    code = ord(char)
-    return 0x4E00 <= code <= 0x9FFF or 0x3040 <= code <= 0x30FF or 0xAC00 <= code <= 0xD7AF
-
-
-def _unspaced_script(char: str) -> bool:
-    # Thai, Lao, Khmer and Myanmar write words without spaces between them.
-    code = ord(char)
-    return 0x0E00 <= code <= 0x0EFF or 0x1780 <= code <= 0x17FF or 0x1000 <= code <= 0x109F
-
-
-def _is_mark(char: str) -> bool:
-    return unicodedata.category(char).startswith("M")
-
-
-class RougeTokenizer:
-    """ADK's tokenizer rules for ROUGE-1, written out.
-
-    rouge-score's own tokenizer keeps only [a-z0-9], so non-Latin text would
-    always score 0. ADK normalises (NFKC, lower case), makes each CJK character
-    a token, splits Thai-like scripts into base character + combining marks,
-    keeps other Unicode words whole, and hands pure-ASCII words to rouge-score's
-    tokenizer with the Porter stemmer.
-    """
-
-    def __init__(self) -> None:
-        self._ascii = DefaultTokenizer(use_stemmer=True)
-
-    def tokenize(self, text: str) -> list[str]:
-        tokens: list[str] = []
-        for word in self._spaced(unicodedata.normalize("NFKC", text).lower()).split():
-            tokens.extend(self._ascii.tokenize(word) if word.isascii() else [word])
-        return tokens
-
-    @staticmethod
-    def _spaced(text: str) -> str:
-        out: list[str] = []
-        for char in text:
-            if _cjk(char):
-                out.append(f" {char} ")
-            elif _unspaced_script(char):
-                out.append(char if _is_mark(char) else f" {char}")
-            elif char.isalnum() or _is_mark(char):
-                out.append(char)
-            else:
-                out.append(" ")
-        return "".join(out)
-
-
-_ROUGE_1 = RougeScorer(["rouge1"], tokenizer=RougeTokenizer())
-
-
-def rouge1_fmeasure(candidate: str, reference: str) -> float:
-    return _ROUGE_1.score(reference, candidate)["rouge1"].fmeasure
-
-
-def response_match_score(actual: Invocation, expected: Invocation, spec: MetricSpec) -> float:
-    return rouge1_fmeasure(response_text(actual.final_response), response_text(expected.final_response))
-
-
-# ---- a case -----------------------------------------------------------------
-
-_SCORERS = {TRAJECTORY: trajectory_score, RESPONSE_MATCH: response_match_score}
-
-
-def verdict(score: float | None, threshold: float) -> str:
-    if score is None:
-        return NOT_EVALUATED
-    return PASSED if score >= threshold else FAILED
-
-
-def case_status(statuses: Iterable[str]) -> str:
-    """ADK's case verdict: FAILED if any metric failed, PASSED if any passed, else NOT_EVALUATED."""
-    status = NOT_EVALUATED
-    for metric_status in statuses:
-        if metric_status == FAILED:
-            return FAILED
-        if metric_status == PASSED:
-            status = PASSED
-    return status
-
-
-def score_case(actual: list[Invocation], expected: list[Invocation], specs: list[MetricSpec]) -> CaseScores:
-    """Score aligned invocations (one actual per expected) on every metric."""
-    if len(actual) != len(expected):
-        raise ValueError(f"{len(actual)} actual invocations for {len(expected)} expected ones.")
-    overall: list[MetricScore] = []
-    per_invocation: list[list[MetricScore]] = [[] for _ in actual]
-    for spec in specs:
-        scorer = _SCORERS[spec.metric_name]
-        scores = [scorer(a, e, spec) for a, e in zip(actual, expected)]
-        for row, score in zip(per_invocation, scores):
-            row.append(MetricScore(spec.metric_name, spec.threshold, score, verdict(score, spec.threshold)))
-        mean = sum(scores) / len(scores) if scores else None
-        overall.append(MetricScore(spec.metric_name, spec.threshold, mean, verdict(mean, spec.threshold)))
-    return CaseScores(status=case_status(m.status for m in overall), overall=overall, per_invocation=per_invocation)

@@ -7,13 +7,9 @@ restart keeps what it did and can resume with the rest.
 """
 from __future__ import annotations
 
-from datetime import timedelta
 from django.db import models
 from django.utils import timezone
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
-
-# A run whose worker has not beaten its heart for this long has no worker.
-HEARTBEAT_STALE = timedelta(seconds=15)
 
 
 class EvalSet(models.Model):
@@ -96,7 +92,6 @@ class EvalRun(models.Model):
     )
     eval_ids = models.JSONField(default=list, help_text="The cases run, in order.")
     repeats = models.PositiveIntegerField(default=1)
-    concurrency = models.PositiveIntegerField(default=1)
     source = models.CharField(max_length=16, default="ui")
     status = models.CharField(max_length=16, choices=STATUSES, default=QUEUED)
     total = models.PositiveIntegerField(default=0)
@@ -107,8 +102,6 @@ class EvalRun(models.Model):
     elapsed_seconds = models.FloatField(default=0.0)
     error = models.TextField(blank=True, default="")
     stop_requested = models.BooleanField(default=False)
-    worker = models.CharField(max_length=255, blank=True, default="")
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

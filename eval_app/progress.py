@@ -1,8 +1,10 @@
-"""The writes a running run makes: claim it, beat its heart, store each case's
-result, finish it; and the reaper's marking of runs no worker owns.
+"""The writes a running run makes: store each case's result, and keep the
+run's status true to its work items (queued, running, completed, stopped,
+failed).
 
-Below `services` (the user's actions), so the engine and the worker can use
-these without importing what starts them. Each write broadcasts on commit.
+Below `services` (the user's actions) and `work` (the items' leases), so the
+engine and the tasks can use these without importing what starts them. Each
+write broadcasts on commit, robustly: a failing broadcast never fails a case.
 """
 from __future__ import annotations
 
@@ -10,41 +12,66 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Count, F
 from django.utils import timezone
 
 from sessions_app.selectors import session_find
 
 from . import broadcast
-from .models import HEARTBEAT_STALE, EvalCaseResult, EvalInvocationResult, EvalRun
+from .models import EvalCaseResult, EvalInvocationResult, EvalRun, EvalWorkItem
 
 
-def eval_run_claim(*, run_pk: int, worker: str) -> EvalRun | None:
-    """Take a queued run (or one whose worker died) for `worker`; None if another has it."""
+def eval_run_changed(*, run_pk: int) -> None:
+    """Tell the run's viewers, once the transaction commits."""
+    transaction.on_commit(lambda: broadcast.run_changed(run_pk=run_pk), robust=True)
+
+
+def eval_run_refresh(*, run_pk: int) -> str | None:
+    """Set the run's status from its work items, inside the transaction that
+    changed them: running while a worker holds one, queued while some wait for
+    a worker (a run nobody works on is never `running`), else stopped when any
+    was cancelled, failed when a case could not be evaluated (`error`), or
+    completed. The run's row is locked first, so two workers finishing its last
+    two cases at once cannot both miss the end."""
+    run = EvalRun.objects.select_for_update().filter(pk=run_pk).first()
+    if run is None:
+        return None
+    counts = dict(
+        EvalWorkItem.objects.filter(run_id=run_pk).values_list("state").annotate(n=Count("pk")).order_by()
+    )
+    status = _status_of(run, counts)
+    if status == run.status:
+        return status
     now = timezone.now()
-    with transaction.atomic():
-        # A run whose worker died may be taken over without waiting for it to be marked interrupted.
-        claimable = Q(status=EvalRun.QUEUED) | Q(status=EvalRun.RUNNING, heartbeat_at__lt=now - HEARTBEAT_STALE)
-        taken = EvalRun.objects.filter(claimable, pk=run_pk).update(
-            status=EvalRun.RUNNING, worker=worker, heartbeat_at=now, stop_requested=False
-        )
-        if not taken:
-            return None
-        EvalRun.objects.filter(pk=run_pk, started_at__isnull=True).update(started_at=now)
-        transaction.on_commit(lambda: broadcast.run_changed(run_pk=run_pk), robust=True)
-    return EvalRun.objects.select_related("eval_set").get(pk=run_pk)
+    fields: dict = {"status": status}
+    if status == EvalRun.RUNNING and run.started_at is None:
+        fields["started_at"] = now
+    if status in EvalRun.ACTIVE:
+        fields["finished_at"] = None
+    else:
+        fields["finished_at"] = now
+        fields["elapsed_seconds"] = (now - (run.started_at or run.created_at)).total_seconds()
+    EvalRun.objects.filter(pk=run_pk).update(**fields)
+    eval_run_changed(run_pk=run_pk)
+    return status
 
 
-def eval_run_heartbeat(*, run_pk: int, worker: str) -> bool:
-    """Beat the run's heart; True when a stop was asked for (or the run is no longer ours)."""
-    beat = EvalRun.objects.filter(pk=run_pk, worker=worker, status=EvalRun.RUNNING).update(heartbeat_at=timezone.now())
-    if not beat:
-        return True
-    return EvalRun.objects.filter(pk=run_pk, stop_requested=True).exists()
+def _status_of(run: EvalRun, counts: dict[str, int]) -> str:
+    if not counts:  # a run from before work items: only a stop changes it
+        return EvalRun.STOPPED if run.stop_requested and run.status in EvalRun.ACTIVE else run.status
+    if counts.get(EvalWorkItem.RUNNING):
+        return EvalRun.RUNNING
+    if counts.get(EvalWorkItem.QUEUED):
+        return EvalRun.QUEUED
+    if counts.get(EvalWorkItem.CANCELLED):
+        return EvalRun.STOPPED
+    return EvalRun.FAILED if run.error else EvalRun.COMPLETED
 
 
 @dataclass
 class InvocationOutcome:
+    """One actual invocation: what the agent did, and ADK's EvalMetricResult dicts for it."""
+
     invocation_id: str
     user_text: str
     actual: dict[str, Any]
@@ -55,7 +82,9 @@ class InvocationOutcome:
 
 @dataclass
 class CaseOutcome:
-    """What running one case produced, ready to store."""
+    """What running one case produced, ready to store: `metrics` are ADK's overall
+    EvalMetricResult dicts, `adk_result` ADK's EvalCaseResult (without session_details),
+    `judge_samples` each judge call."""
 
     case_pk: int | None
     eval_id: str
@@ -71,6 +100,8 @@ class CaseOutcome:
     error: str = ""
     agent_seconds: float = 0.0
     seconds: float = 0.0
+    adk_result: dict[str, Any] | None = None
+    judge_samples: list[dict[str, Any]] = field(default_factory=list)
 
 
 def eval_case_result_store(*, run_pk: int, outcome: CaseOutcome) -> EvalCaseResult | None:
@@ -84,6 +115,7 @@ def eval_case_result_store(*, run_pk: int, outcome: CaseOutcome) -> EvalCaseResu
                 case_data=outcome.case_data, session_id=session.pk if session else None, user_id=outcome.user_id,
                 adk_session_id=outcome.session_id, error=outcome.error,
                 agent_seconds=outcome.agent_seconds, seconds=outcome.seconds,
+                adk_result=outcome.adk_result, judge_samples=outcome.judge_samples,
             )
             EvalInvocationResult.objects.bulk_create(
                 EvalInvocationResult(case_result=result, index=i, **inv.__dict__)
@@ -95,51 +127,8 @@ def eval_case_result_store(*, run_pk: int, outcome: CaseOutcome) -> EvalCaseResu
                 passed=F("passed") + (1 if passed else 0),
                 failed=F("failed") + (0 if passed else 1),
                 agent_seconds=F("agent_seconds") + outcome.agent_seconds,
-                heartbeat_at=timezone.now(),
             )
             transaction.on_commit(lambda: broadcast.case_finished(result=result), robust=True)
     except IntegrityError:  # stored by an earlier attempt: a resume must not duplicate it
         return None
     return result
-
-
-def eval_run_finish(*, run_pk: int, worker: str, stopped: bool = False, error: str = "", elapsed: float = 0.0) -> None:
-    """Close a run its worker is done with: completed, stopped, or failed with `error`."""
-    if error:
-        status = EvalRun.FAILED
-    elif stopped:
-        status = EvalRun.STOPPED
-    else:
-        status = EvalRun.COMPLETED
-    with transaction.atomic():
-        EvalRun.objects.filter(pk=run_pk, worker=worker, status=EvalRun.RUNNING).update(
-            status=status, error=error, finished_at=timezone.now(), heartbeat_at=timezone.now(),
-            elapsed_seconds=F("elapsed_seconds") + elapsed,
-        )
-        transaction.on_commit(lambda: broadcast.run_changed(run_pk=run_pk), robust=True)
-
-
-def eval_runs_mark_interrupted(
-    *, alive: set[int] | frozenset[int] = frozenset(), worker: str = "", dead_workers: set[str] | None = None
-) -> int:
-    """Mark runs no worker owns as interrupted: their heartbeat went stale, their
-    worker is known to be dead, or they name this process's `worker` yet are not
-    among its `alive` runs (a crashed task)."""
-    stale = timezone.now() - HEARTBEAT_STALE
-    # A queued run is stamped when queued, so one whose process died unclaimed goes stale too.
-    active = Q(status__in=EvalRun.ACTIVE)
-    orphaned = active & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True))
-    if worker:
-        orphaned |= Q(status=EvalRun.RUNNING, worker=worker) & ~Q(pk__in=alive)
-    if dead_workers:
-        orphaned |= Q(status=EvalRun.RUNNING, worker__in=dead_workers)
-    with transaction.atomic():
-        pks = list(EvalRun.objects.filter(orphaned).values_list("pk", flat=True))
-        if not pks:
-            return 0
-        EvalRun.objects.filter(pk__in=pks, status__in=EvalRun.ACTIVE).update(
-            status=EvalRun.INTERRUPTED, finished_at=timezone.now()
-        )
-        for pk in pks:
-            transaction.on_commit(lambda pk=pk: broadcast.run_changed(run_pk=pk), robust=True)
-    return len(pks)

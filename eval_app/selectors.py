@@ -6,19 +6,21 @@ import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from statistics import mean
+from statistics import mean, pstdev
 from typing import Any
 
 from django.db.models import Count, Max, Q, QuerySet
 from django.urls import NoReverseMatch, reverse
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
 from google.adk.evaluation.eval_case import IntermediateData, Invocation, SessionInput
+from google.adk.evaluation.eval_metrics import EvalStatus
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.evaluation_generator import EvaluationGenerator
 from google.genai import types
 
 from sessions_app import selectors as session_selectors
 from sessions_app.models import Session
+from sessions_app.sandbox import real_app_name
 
 from . import diffs, metrics
 from .evalset_files import build_eval_set
@@ -70,19 +72,33 @@ def session_url(session_pk: int | None) -> str:
 
 
 def session_initial_state(session: Session) -> dict[str, Any]:
-    """The state the session was created with (its seq-0 changes), keys prefixed by scope."""
-    return {c.full_key: c.new_value for c in session_selectors.initial_changes(session)}
+    """The real state as of the start of the session, keys prefixed by scope: its own
+    initial keys and the `app:` and `user:` keys as they were when it was created."""
+    return session_selectors.state_as_of(session, 0).merged()
 
 
-def default_eval_id(session: Session) -> str:
-    return re.sub(r"[^A-Za-z0-9_]+", "_", f"session_{session.session_id}").strip("_")[:200]
+def proposed_final_state(session: Session, seq: int) -> dict[str, Any]:
+    """The state right after event #`seq` (session, `app:` and `user:` keys; `temp:` keys
+    are never stored): what a case made of the session up to there expects at its end."""
+    return session_selectors.state_as_of(session, seq).merged()
 
 
-def eval_case_from_session(session: Session, *, eval_id: str) -> AdkEvalCase:
-    """The session's invocations as an eval case: each user turn, with its final
-    response and tool calls as the expectation, and the session's real user id
-    and initial state (not the agent's empty state, as adk web does)."""
-    events = session_selectors.adk_events(session_selectors.session_event_json(session=session))
+def default_eval_id(session: Session, at: int | None = None) -> str:
+    name = f"session_{session.session_id}" + (f"_at_{at}" if at is not None else "")
+    return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")[:200]
+
+
+def eval_case_from_session(
+    session: Session, *, eval_id: str, at: int | None = None, final_session_state: dict[str, Any] | None = None,
+) -> AdkEvalCase:
+    """The session's invocations (up to event #`at`, when given) as an eval case: each
+    user turn, with its final response and tool calls as the expectation, the session's
+    real user id and state as of its start (not the agent's empty state, as adk web
+    does), and `final_session_state` as the expected state at the end."""
+    if at is None:
+        events = session_selectors.adk_events(session_selectors.session_event_json(session=session))
+    else:
+        events = [event for seq, event in session_selectors.event_page(session, limit=at) if seq <= at]
     conversation = [
         _expected_invocation(invocation)
         for invocation in EvaluationGenerator.convert_events_to_eval_invocations(events)
@@ -92,8 +108,9 @@ def eval_case_from_session(session: Session, *, eval_id: str) -> AdkEvalCase:
         eval_id=eval_id,
         conversation=conversation,
         session_input=SessionInput(
-            app_name=session.app.name, user_id=session.user_id, state=session_initial_state(session)
+            app_name=real_app_name(session.app.name), user_id=session.user_id, state=session_initial_state(session)
         ),
+        final_session_state=final_session_state or {},
         creation_timestamp=time.time(),
     )
 
@@ -129,12 +146,6 @@ def run_results_by_case(run: EvalRun) -> list[EvalCaseResult]:
 def other_runs(run: EvalRun, *, limit: int = 20) -> list[EvalRun]:
     """The newest other runs of the run's set, to compare it with."""
     return list(run.eval_set.runs.exclude(pk=run.pk).order_by("-pk")[:limit])
-
-
-def active_run_workers() -> set[str]:
-    """The workers named by queued or running runs."""
-    runs = EvalRun.objects.filter(status__in=EvalRun.ACTIVE).exclude(worker="")
-    return set(runs.values_list("worker", flat=True))
 
 
 def runs_in_progress(*, limit: int = 10) -> list[EvalRun]:
@@ -193,6 +204,10 @@ def pending_items(run: EvalRun) -> list[WorkItem]:
 # ---- run history and trend --------------------------------------------------
 
 
+def is_score(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 @dataclass
 class RunSummary:
     run: EvalRun
@@ -209,7 +224,7 @@ def run_history(eval_set: EvalSet, *, limit: int = 30) -> list[RunSummary]:
     scores: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run_pk, case_metrics in EvalCaseResult.objects.filter(run__in=runs).values_list("run_id", "metrics"):
         for m in case_metrics:
-            if m.get("score") is not None:
+            if is_score(m.get("score")):
                 scores[run_pk][m["metric_name"]].append(m["score"])
     return [
         RunSummary(run, {name: (mean(scores[run.pk][name]) if scores[run.pk][name] else None)
@@ -218,7 +233,12 @@ def run_history(eval_set: EvalSet, *, limit: int = 30) -> list[RunSummary]:
     ]
 
 
-SERIES_COLOURS = {"pass rate": "#0b8043", metrics.TRAJECTORY: "#1a73e8", metrics.RESPONSE_MATCH: "#8e44ad"}
+SERIES_COLOURS = {"pass rate": "#0b8043", "tool_trajectory_avg_score": "#1a73e8", "response_match_score": "#8e44ad"}
+
+
+def history_metric_names(history: list[RunSummary]) -> list[str]:
+    """Every metric the runs of a history asked for, in first-asked order."""
+    return list(dict.fromkeys(name for summary in history for name in summary.run.metric_names))
 
 
 @dataclass
@@ -280,16 +300,167 @@ def trend_chart(history: list[RunSummary], *, width: int = 640, height: int = 18
 # ---- one case result --------------------------------------------------------
 
 
+def status_name(metric: dict[str, Any]) -> str:
+    """A metric result's verdict: ADK's EvalStatus name (PASSED, FAILED, NOT_EVALUATED, INFORMATIONAL)."""
+    if "eval_status" in metric:
+        try:
+            return EvalStatus(metric["eval_status"]).name
+        except ValueError:
+            return str(metric["eval_status"])
+    return str(metric.get("status") or "")  # results stored before ADK's engine
+
+
+@dataclass
+class RubricRow:
+    rubric_id: str
+    text: str
+    score: float | None
+    rationale: str
+
+
+@dataclass
+class StateKeyRow:
+    """One expected key of final_session_state_match: the case's value against what the metric found."""
+
+    key: str
+    expected: Any
+    score: float | None
+    rationale: str
+
+    @property
+    def matched(self) -> bool:
+        return self.score is not None and self.score >= 1.0
+
+
+@dataclass
+class MetricView:
+    """One overall metric result of a case, as ADK reported it."""
+
+    name: str
+    score: float | None
+    threshold: float | None
+    status: str
+    informational: bool
+    criterion: dict[str, Any]
+    rubrics: list[RubricRow] = field(default_factory=list)
+    state_keys: list[StateKeyRow] = field(default_factory=list)
+    details: list[tuple[str, Any]] = field(default_factory=list)  # token / duration breakdowns
+    notes: list[str] = field(default_factory=list)  # why a metric was not evaluated, as ADK's result says
+
+
+STATE_METRIC = "final_session_state_match"
+
+
+def _rubric_texts(*sources: Any) -> dict[str, str]:
+    texts: dict[str, str] = {}
+    for rubrics in sources:
+        for rubric in rubrics or []:
+            if isinstance(rubric, dict) and rubric.get("rubric_id"):
+                content = rubric.get("rubric_content") or {}
+                texts.setdefault(rubric["rubric_id"], content.get("text_property") or "")
+    return texts
+
+
+def _criterion_rubrics(metric: dict[str, Any]) -> list[dict[str, Any]]:
+    criterion = metric.get("criterion") or {}
+    return criterion.get("rubrics") or [] if isinstance(criterion, dict) else []
+
+
+def metric_views(result: EvalCaseResult) -> list[MetricView]:
+    """The case's overall metrics with their scores, rubric by rubric and key by key where ADK gives them."""
+    return [_metric_view(m, result.case_data) for m in result.metrics if isinstance(m, dict)]
+
+
+def _metric_view(metric: dict[str, Any], case_data: dict[str, Any]) -> MetricView:
+    name = str(metric.get("metric_name", ""))
+    details = metric.get("details") if isinstance(metric.get("details"), dict) else {}
+    scores = [s for s in details.get("rubric_scores") or [] if isinstance(s, dict)]
+    view = MetricView(
+        name=name, score=metric.get("score"), threshold=_threshold(metric), status=status_name(metric),
+        informational=name in metrics.INFORMATIONAL,
+        criterion=metric.get("criterion") if isinstance(metric.get("criterion"), dict) else {},
+    )
+    if name == STATE_METRIC:
+        expected = case_data.get("final_session_state")
+        expected = expected if isinstance(expected, dict) else {}
+        by_key = {s.get("rubric_id"): s for s in scores}
+        view.state_keys = [_state_key(key, value, by_key.get(key) or {}) for key, value in expected.items()]
+        view.notes = [str(s["rationale"]) for s in scores if s.get("rubric_id") not in expected and s.get("rationale")]
+    else:
+        texts = _rubric_texts(_criterion_rubrics(metric), case_data.get("rubrics"))
+        view.rubrics = [RubricRow(str(s.get("rubric_id", "")), texts.get(s.get("rubric_id"), ""), s.get("score"),
+                                  str(s.get("rationale") or "")) for s in scores]
+    for key in ("token_usage_details", "duration_details"):
+        breakdown = details.get(key) if isinstance(details.get(key), dict) else {}
+        view.details += [(k, v) for k, v in breakdown.items() if v is not None]
+    return view
+
+
+def _state_key(key: str, expected: Any, score: dict[str, Any]) -> StateKeyRow:
+    return StateKeyRow(key, expected, score.get("score"), str(score.get("rationale") or ""))
+
+
+def _threshold(metric: dict[str, Any]) -> float | None:
+    criterion = metric.get("criterion")
+    if isinstance(criterion, dict) and criterion.get("threshold") is not None:
+        return criterion["threshold"]
+    return metric.get("threshold")
+
+
+@dataclass
+class JudgeSampleView:
+    sample: int
+    verdicts: list[dict[str, Any]]
+    dropped: list[dict[str, Any]]
+    raw: str
+
+
+@dataclass
+class JudgeCallGroup:
+    """The judge's samples for one metric on one invocation."""
+
+    metric_name: str
+    invocation_index: int | None
+    samples: list[JudgeSampleView]
+
+    @property
+    def dropped_count(self) -> int:
+        return sum(len(s.dropped) for s in self.samples)
+
+
+def judge_groups(result: EvalCaseResult) -> list[JudgeCallGroup]:
+    """Each judge call the case's metrics made, grouped by metric and invocation, in call order."""
+    groups: dict[tuple[str, Any], JudgeCallGroup] = {}
+    for n, call in enumerate(result.judge_samples or []):
+        if not isinstance(call, dict):
+            continue
+        key = (str(call.get("metric_name", "")), call.get("invocation_index"))
+        group = groups.setdefault(key, JudgeCallGroup(key[0], key[1], []))
+        sample = call.get("sample")
+        group.samples.append(JudgeSampleView(
+            sample=sample if isinstance(sample, int) else n, raw=str(call.get("raw") or ""),
+            verdicts=[v for v in call.get("verdicts") or [] if isinstance(v, dict)],
+            dropped=[v for v in call.get("dropped") or [] if isinstance(v, dict)],
+        ))
+    return list(groups.values())
+
+
+def dropped_verdicts(result: EvalCaseResult) -> int:
+    return sum(g.dropped_count for g in judge_groups(result))
+
+
 @dataclass
 class InvocationView:
     index: int
     user_text: str
+    simulated: bool
     expected_response: str
     actual_response: str
     expected_spans: list[diffs.Span]
     actual_spans: list[diffs.Span]
     calls: list[diffs.CallRow]
     metrics: list[dict[str, Any]]
+    has_expectation: bool = True
 
 
 def _calls(invocation: Invocation | None) -> list[dict[str, Any]]:
@@ -300,25 +471,91 @@ def expected_invocations(case_data: dict[str, Any]) -> list[Invocation]:
     return [Invocation.model_validate(i) for i in case_data.get("conversation") or []]
 
 
+def is_scenario_case(case_data: dict[str, Any]) -> bool:
+    """A conversation_scenario case: ADK's user simulator wrote its user turns."""
+    return bool(case_data.get("conversation_scenario"))
+
+
 def case_result_views(result: EvalCaseResult) -> list[InvocationView]:
     """Expected against actual for every invocation of a case result, with differences."""
     expected = expected_invocations(result.case_data)
+    simulated = is_scenario_case(result.case_data)
     views = []
     for row in result.invocations.all():
         wanted = expected[row.index] if row.index < len(expected) else None
         expected_text = metrics.response_text(wanted.final_response) if wanted else ""
         left, right = diffs.text_diff(expected_text, row.actual_response)
         views.append(InvocationView(
-            index=row.index, user_text=row.user_text, expected_response=expected_text,
+            index=row.index, user_text=row.user_text, simulated=simulated, expected_response=expected_text,
             actual_response=row.actual_response, expected_spans=left, actual_spans=right,
             calls=diffs.trajectory_diff(_calls(wanted), row.actual_tool_calls), metrics=row.metrics,
+            has_expectation=wanted is not None,
         ))
     return views
+
+
+# ---- judge lab: one run's repeats -------------------------------------------
+
+
+@dataclass
+class Spread:
+    metric_name: str
+    count: int
+    low: float
+    high: float
+    stdev: float  # population standard deviation of the case's scores across its repeats
+
+
+@dataclass
+class CaseRepeats:
+    eval_id: str
+    runs: int
+    passed: int
+    k: int
+    statuses: list[str]
+    spreads: list[Spread]
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.runs if self.runs else 0.0
+
+    @property
+    def pass_at_k(self) -> bool:
+        """Passed at least once in its k repeats."""
+        return self.passed > 0
+
+    @property
+    def flaky(self) -> bool:
+        """The verdict differed across repeats: some passed, some did not."""
+        return 0 < self.passed < self.runs
+
+
+def judge_lab(run: EvalRun) -> list[CaseRepeats]:
+    """Per case of a repeated run: pass rate, pass@k, flakiness and each metric's score spread."""
+    grouped: dict[str, list[EvalCaseResult]] = defaultdict(list)
+    for result in run.results.order_by("position", "repeat"):
+        grouped[result.eval_id].append(result)
+    rows = []
+    for eval_id, results in grouped.items():
+        scores: dict[str, list[float]] = defaultdict(list)
+        for result in results:
+            for m in result.metrics:
+                if is_score(m.get("score")):
+                    scores[str(m.get("metric_name"))].append(float(m["score"]))
+        spreads = [Spread(name, len(values), min(values), max(values), pstdev(values))
+                   for name, values in scores.items()]
+        rows.append(CaseRepeats(
+            eval_id=eval_id, runs=len(results), passed=sum(r.status == EvalCaseResult.PASSED for r in results),
+            k=run.repeats, statuses=[r.status for r in results], spreads=spreads,
+        ))
+    return rows
 
 
 # ---- comparing two runs -----------------------------------------------------
 
 REGRESSED, IMPROVED, UNCHANGED, ADDED, REMOVED = "regressed", "improved", "unchanged", "added", "removed"
+# What a case expects: an edit of these between two runs makes their verdicts incomparable as such.
+EXPECTATION_FIELDS = ("conversation", "conversation_scenario", "final_session_state", "rubrics", "session_input")
 
 
 @dataclass
@@ -327,6 +564,7 @@ class CaseSide:
     scores: dict[str, float | None]
     calls: list[list[dict[str, Any]]]  # actual tool calls per invocation, from the first repeat
     result_pk: int
+    case_data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -337,12 +575,24 @@ class CaseComparison:
     change: str
     trajectory: list[list[diffs.CallRow]] = field(default_factory=list)
     trajectory_differs: bool = False
+    edited: list[str] = field(default_factory=list)  # expectation fields that differ between the runs
 
     def delta(self, metric_name: str) -> float | None:
         if not (self.a and self.b):
             return None
         before, after = self.a.scores.get(metric_name), self.b.scores.get(metric_name)
         return None if before is None or after is None else after - before
+
+    def trend(self, metric_name: str) -> str:
+        """down / up / same for a graded metric's score; "" for informational ones or without two scores."""
+        value = self.delta(metric_name)
+        if value is None or metric_name in metrics.INFORMATIONAL:
+            return ""
+        return "same" if abs(value) < 1e-9 else ("up" if value > 0 else "down")
+
+
+def edited_fields(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    return [name for name in EXPECTATION_FIELDS if (before.get(name) or None) != (after.get(name) or None)]
 
 
 def _case_sides(run: EvalRun) -> dict[str, CaseSide]:
@@ -361,11 +611,11 @@ def _case_sides(run: EvalRun) -> dict[str, CaseSide]:
         scores: dict[str, list[float]] = defaultdict(list)
         for r in results:
             for m in r.metrics:
-                if m.get("score") is not None:
+                if is_score(m.get("score")):
                     scores[m["metric_name"]].append(m["score"])
         first = results[0]
         calls = [inv.actual_tool_calls for inv in first.invocations.all()]
-        sides[eval_id] = CaseSide(status, {k: mean(v) for k, v in scores.items()}, calls, first.pk)
+        sides[eval_id] = CaseSide(status, {k: mean(v) for k, v in scores.items()}, calls, first.pk, first.case_data)
     return sides
 
 
@@ -383,8 +633,9 @@ def _change(a: CaseSide | None, b: CaseSide | None) -> str:
 
 
 def run_compare(a: EvalRun, b: EvalRun) -> list[CaseComparison]:
-    """Each case of either run: verdicts, score deltas and, where the agent's
-    tool calls differ, A's trajectory against B's. Regressions come first."""
+    """Each case of either run: verdicts, score deltas, the expectations edited between
+    the runs and, where the agent's tool calls differ, A's trajectory against B's.
+    Regressions come first."""
     left, right = _case_sides(a), _case_sides(b)
     order = list(dict.fromkeys(list(left) + list(right)))
     rows = []
@@ -393,6 +644,7 @@ def run_compare(a: EvalRun, b: EvalRun) -> list[CaseComparison]:
         row = CaseComparison(eval_id, side_a, side_b, _change(side_a, side_b))
         if side_a and side_b:
             row.trajectory_differs = side_a.calls != side_b.calls
+            row.edited = edited_fields(side_a.case_data, side_b.case_data)
         if row.trajectory_differs or (side_a and side_b and row.change in (REGRESSED, IMPROVED)):
             pairs = max(len(side_a.calls), len(side_b.calls))
             row.trajectory = [
@@ -446,4 +698,5 @@ def finished_run_for_result_id(app_name: str, result_id: str) -> EvalRun | None:
 
 
 def run_results_with_invocations(run: EvalRun) -> list[EvalCaseResult]:
-    return list(run.results.prefetch_related("invocations").order_by("position", "repeat", "pk"))
+    return list(run.results.select_related("session__app").prefetch_related("invocations")
+                .order_by("position", "repeat", "pk"))

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
+from google.adk.evaluation.eval_metrics import EvalMetric
 
 from sessions_app.models import Session
+from sessions_app.sandbox import real_app_name
 
-from . import broadcast, worker
+from . import progress, tasks, work
 from .evalset_files import ParsedEvalSet, case_json, criteria_of
-from .metrics import MetricSpec
+from .metrics import criteria_of as criteria_of_metrics
 from .models import EvalCase, EvalRun, EvalSet
 from .selectors import eval_case_from_session, eval_case_ids
 
@@ -48,17 +51,18 @@ def eval_set_create(*, app_name: str, eval_set_id: str, name: str = "", descript
 
 @transaction.atomic
 def eval_set_import(
-    *, parsed: ParsedEvalSet, app_name: str, specs: list[MetricSpec] | None = None, replace: bool = False
+    *, parsed: ParsedEvalSet, app_name: str, metrics: list[EvalMetric] | None = None, replace: bool = False
 ) -> EvalSet:
-    """Store a parsed file's eval set whole; with `replace`, its cases replace an existing set's."""
+    """Store a parsed file's eval set whole, `metrics` (a test_config's) as its criteria;
+    with `replace`, its cases replace an existing set's."""
     adk_set = parsed.eval_set
     fields = {
         "name": adk_set.name or "",
         "description": adk_set.description or "",
         "creation_timestamp": adk_set.creation_timestamp,
     }
-    if specs:
-        fields["criteria"] = criteria_of(specs)
+    if metrics:
+        fields["criteria"] = criteria_of(metrics)
     eval_set = EvalSet.objects.select_for_update().filter(app_name=app_name, eval_set_id=adk_set.eval_set_id).first()
     if eval_set is None:
         eval_set = EvalSet.objects.create(app_name=app_name, eval_set_id=adk_set.eval_set_id, **fields)
@@ -115,14 +119,17 @@ def eval_set_delete(*, eval_set: EvalSet) -> None:
 
 @transaction.atomic
 def eval_case_add_from_session(
-    *, session: Session, eval_set: EvalSet | None, new_eval_set_id: str, eval_id: str
+    *, session: Session, eval_set: EvalSet | None, new_eval_set_id: str, eval_id: str, at: int | None = None,
+    final_session_state: dict[str, Any] | None = None,
 ) -> EvalCase:
-    """Turn a stored session into a case of `eval_set` (or of a new set named `new_eval_set_id`)."""
-    adk_case = eval_case_from_session(session, eval_id=require_id(eval_id, "Case id"))
+    """Turn a stored session (up to event #`at`, when given) into a case of `eval_set` (or of a
+    new set named `new_eval_set_id`), expecting `final_session_state` at its end."""
+    adk_case = eval_case_from_session(session, eval_id=require_id(eval_id, "Case id"), at=at,
+                                      final_session_state=final_session_state)
     if not adk_case.conversation:
-        raise EvalError("This session has no user turns to make a case of.")
+        raise EvalError("This session has no user turns to make a case of" + (f" up to #{at}." if at else "."))
     if eval_set is None:
-        app_name = session.app.name
+        app_name = real_app_name(session.app.name)
         eval_set = EvalSet.objects.filter(app_name=app_name, eval_set_id=new_eval_set_id.strip()).first()
         eval_set = eval_set or eval_set_create(app_name=app_name, eval_set_id=new_eval_set_id)
     return eval_case_add(eval_set=eval_set, case=adk_case)
@@ -140,56 +147,80 @@ def eval_run_create(
     *,
     eval_set: EvalSet,
     app_name: str,
-    specs: list[MetricSpec],
+    metrics: list[EvalMetric],
+    judge_model: str = "",
+    user_simulator_config: dict[str, Any] | None = None,
     eval_ids: list[str] | None = None,
     repeats: int = 1,
-    concurrency: int = 1,
     source: str = "ui",
     start: bool = True,
     save_criteria: bool = False,
 ) -> EvalRun:
-    """A queued run of `eval_ids` (all cases when empty); `start` hands it to this
-    process's worker on commit; `save_criteria` makes `specs` the set's criteria,
-    the run form's defaults next time."""
+    """A queued run of `eval_ids` (all cases when empty), `repeats` times, with
+    one work item per (case, repeat). `start` hands the items to the task
+    workers on commit; `save_criteria` makes `metrics` the set's criteria, the
+    run form's defaults next time. `metrics` are ADK EvalMetrics, checked by
+    `metrics.eval_metrics`."""
     known = eval_case_ids(eval_set)
     chosen = [i for i in known if i in set(eval_ids)] if eval_ids else known
     if not chosen:
         raise EvalError("Choose at least one case to run.")
-    if not specs:
+    if not metrics:
         raise EvalError("Choose at least one metric.")
     if repeats < 1:
         raise EvalError("Repeats must be at least 1.")
     run = EvalRun.objects.create(
-        eval_set=eval_set, app_name=app_name, metrics=[s.as_dict() for s in specs], eval_ids=chosen,
-        repeats=repeats, concurrency=max(1, concurrency), source=source, total=len(chosen) * repeats,
-        heartbeat_at=timezone.now(),
+        eval_set=eval_set, app_name=app_name, metrics=[m.model_dump(mode="json") for m in metrics],
+        judge_model=judge_model or "", user_simulator_config=user_simulator_config, eval_ids=chosen,
+        repeats=repeats, source=source, total=len(chosen) * repeats,
     )
+    item_pks = work.items_create(run)
     if save_criteria:
-        EvalSet.objects.filter(pk=eval_set.pk).update(criteria=criteria_of(specs))
+        EvalSet.objects.filter(pk=eval_set.pk).update(criteria=criteria_of_metrics(metrics))
     if start:
-        # Robust: a failed hand-over leaves the run queued for a worker (or the reaper), never a 500.
-        transaction.on_commit(lambda: worker.submit(run.pk), robust=True)
+        # Robust: a failed hand-over leaves the items queued, and the reaper hands them over.
+        transaction.on_commit(lambda: tasks.start(run.pk, item_pks), robust=True)
     return run
 
 
-@transaction.atomic
 def eval_run_stop(*, run: EvalRun) -> None:
-    """Ask the run's worker to stop; a run no worker has claimed stops at once."""
-    EvalRun.objects.filter(pk=run.pk, status=EvalRun.RUNNING).update(stop_requested=True)
-    EvalRun.objects.filter(pk=run.pk, status=EvalRun.QUEUED).update(
-        status=EvalRun.STOPPED, stop_requested=True, finished_at=timezone.now()
-    )
-    transaction.on_commit(lambda: broadcast.run_changed(run_pk=run.pk), robust=True)
+    """Cancel a queued or running run: its queued cases are cancelled at once,
+    the running ones stop at their next heartbeat; the run is then `stopped`."""
+    with transaction.atomic():
+        # Items before the run, the order the workers lock them in.
+        work.items_cancel(run.pk)
+        if not EvalRun.objects.filter(pk=run.pk, status__in=EvalRun.ACTIVE).update(stop_requested=True):
+            raise EvalError(f"Run {run.pk} is {_status(run)}; only a queued or running run can be cancelled.")
+        progress.eval_run_refresh(run_pk=run.pk)
+        progress.eval_run_changed(run_pk=run.pk)
 
 
-@transaction.atomic
 def eval_run_resume(*, run: EvalRun, start: bool = True) -> None:
-    """Queue an interrupted or stopped run again; finished cases are not run twice."""
-    updated = EvalRun.objects.filter(pk=run.pk, status__in=EvalRun.RESUMABLE).update(
-        status=EvalRun.QUEUED, stop_requested=False, error="", finished_at=None, heartbeat_at=timezone.now()
-    )
-    if not updated:
-        raise EvalError(f"Run {run.pk} is {run.status}; only a stopped, interrupted or failed run can resume.")
-    transaction.on_commit(lambda: broadcast.run_changed(run_pk=run.pk), robust=True)
-    if start:
-        transaction.on_commit(lambda: worker.submit(run.pk), robust=True)
+    """Queue a stopped, interrupted or failed run's unfinished cases again;
+    finished cases are not run twice."""
+    with transaction.atomic():
+        current = EvalRun.objects.filter(pk=run.pk).first()
+        if current is None or current.status not in EvalRun.RESUMABLE:
+            raise EvalError(f"Run {run.pk} is {_status(run)}; only a stopped, interrupted or failed run can resume.")
+        item_pks = work.items_requeue(current)
+        if not item_pks:
+            raise EvalError(f"Run {run.pk} has no unfinished cases to resume.")
+        EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.QUEUED, stop_requested=False, error="", finished_at=None)
+        progress.eval_run_refresh(run_pk=run.pk)
+        progress.eval_run_changed(run_pk=run.pk)
+        if start:
+            transaction.on_commit(lambda: tasks.start(run.pk, item_pks), robust=True)
+
+
+def _status(run: EvalRun) -> str:
+    return EvalRun.objects.filter(pk=run.pk).values_list("status", flat=True).first() or "gone"
+
+
+def eval_run_execute_inline(run: EvalRun) -> EvalRun:
+    """Run every pending case of `run` in this process, no worker needed (the
+    CLI); returns the run as it ended. Not one transaction: each case is
+    stored as it finishes, like a worker's."""
+    work.items_create(run)
+    tasks.execute_inline(run.pk)
+    run.refresh_from_db()
+    return run

@@ -1,6 +1,8 @@
 """HTML views of the eval app: eval sets, cases, runs, results, comparison."""
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -10,20 +12,20 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from access.roles import deletes
 
-from . import selectors, services, worker
-from .evalset_files import dump_eval_set_json, dump_eval_set_yaml, dump_test_config, specs_from_stored
-from .forms import ImportForm, RunForm, concurrency_setting
+from . import metrics, selectors, services, tasks
+from .evalset_files import dump_eval_set_json, dump_eval_set_yaml
+from .forms import ImportForm, RunForm
 from .models import EvalCaseResult, EvalRun, EvalSet
 
 
 @require_http_methods(["GET", "POST"])
 def eval_set_list(request: HttpRequest) -> HttpResponse:
-    worker.reap()
+    tasks.reap()
     form = ImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
             eval_set = services.eval_set_import(
-                parsed=form.parsed, app_name=form.cleaned_data["app_name"], specs=form.specs,
+                parsed=form.parsed, app_name=form.cleaned_data["app_name"], metrics=form.metrics,
                 replace=form.cleaned_data["replace"],
             )
         except services.EvalError as exc:
@@ -47,14 +49,14 @@ def _eval_set_page(request: HttpRequest, eval_set: EvalSet, run_form: RunForm, s
         "cases": selectors.eval_set_cases(eval_set),
         "run_form": run_form,
         "history": history[::-1],
+        "history_metrics": selectors.history_metric_names(history),
         "chart": selectors.trend_chart(history),
-        "concurrency": concurrency_setting(),
     }, status=status)
 
 
 @require_GET
 def eval_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    worker.reap()
+    tasks.reap()
     eval_set = get_object_or_404(EvalSet, pk=pk)
     return _eval_set_page(request, eval_set, RunForm(eval_set=eval_set))
 
@@ -72,7 +74,9 @@ def eval_set_delete(request: HttpRequest, pk: int) -> HttpResponse:
 def eval_set_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     eval_set = get_object_or_404(EvalSet, pk=pk)
     if fmt == "config":
-        body, name, kind = dump_test_config(specs_from_stored(eval_set.criteria)), "test_config.json", "application/json"
+        # The set's criteria as stored (test_config.json's own form), else ADK's defaults.
+        config = {"criteria": eval_set.criteria or metrics.default_criteria()}
+        body, name, kind = json.dumps(config, indent=2) + "\n", "test_config.json", "application/json"
     else:
         adk_set = selectors.adk_eval_set(eval_set)
         if fmt == "yaml":
@@ -93,9 +97,9 @@ def eval_run_create(request: HttpRequest, pk: int) -> HttpResponse:
     if form.is_valid():
         try:
             run = services.eval_run_create(
-                eval_set=eval_set, app_name=form.cleaned_data["app_name"], specs=form.specs(),
-                eval_ids=form.chosen_eval_ids(), repeats=form.cleaned_data["repeats"],
-                concurrency=concurrency_setting(), save_criteria=True,
+                eval_set=eval_set, app_name=form.cleaned_data["app_name"], metrics=form.eval_metrics,
+                judge_model=form.cleaned_data["judge_model"], eval_ids=form.chosen_eval_ids(),
+                repeats=form.cleaned_data["repeats"], save_criteria=True,
             )
         except services.EvalError as exc:
             form.add_error(None, str(exc))
@@ -106,10 +110,11 @@ def eval_run_create(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    worker.reap()
+    tasks.reap()
     run = get_object_or_404(EvalRun.objects.select_related("eval_set"), pk=pk)
     return render(request, "eval_app/run_detail.html", {
         "run": run, "results": selectors.run_results(run), "others": selectors.other_runs(run),
+        "lab": selectors.judge_lab(run) if run.repeats > 1 else [],
     })
 
 
@@ -121,7 +126,10 @@ def _back_to_run(request: HttpRequest, run: EvalRun) -> HttpResponse:
 @require_POST
 def run_stop(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(EvalRun, pk=pk)
-    services.eval_run_stop(run=run)
+    try:
+        services.eval_run_stop(run=run)
+    except services.EvalError as exc:
+        messages.error(request, str(exc))
     return _back_to_run(request, run)
 
 
@@ -142,6 +150,9 @@ def result_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "result": result,
         "run": result.run,
         "invocations": selectors.case_result_views(result),
+        "metrics": selectors.metric_views(result),
+        "judge_groups": selectors.judge_groups(result),
+        "simulated": selectors.is_scenario_case(result.case_data),
         "session_url": selectors.session_url(result.session_id),
     })
 

@@ -13,7 +13,7 @@ from google.adk.sessions import Session
 from google.genai import types
 
 from eval_app import services as eval_services
-from eval_app.evalset_files import parse_eval_set_file
+from eval_app.evalset_files import parse_eval_set_file, parse_test_config
 from eval_app.models import EvalSet
 from sessions_app import selectors as session_selectors
 from sessions_app.models import Session as SessionRow
@@ -55,11 +55,22 @@ def load_demo() -> Session:
     return session
 
 
+DEMO_EVALS = Path(__file__).resolve().parent.parent / "eval_app" / "demo"
+
+
 def _import_demo_eval_set() -> None:
-    path = Path(__file__).resolve().parent.parent / "eval_app" / "demo" / "trip_planner.evalset.json"
+    """The demo's eval sets: the deterministic one, and one with judges, state
+    assertions and a simulated user (all offline: `adkui-scripted-judge`)."""
+    _import_eval_set(DEMO_EVALS / "trip_planner.evalset.json")
+    _import_eval_set(DEMO_EVALS / "judged" / "trip_planner_judged.evalset.json", DEMO_EVALS / "judged" / "test_config.json")
+
+
+def _import_eval_set(path: Path, config: Path | None = None) -> None:
     parsed = parse_eval_set_file(filename=path.name, content=path.read_bytes())
-    if not EvalSet.objects.filter(app_name=DEMO_APP, eval_set_id=parsed.eval_set.eval_set_id).exists():
-        eval_services.eval_set_import(parsed=parsed, app_name=DEMO_APP)
+    if EvalSet.objects.filter(app_name=DEMO_APP, eval_set_id=parsed.eval_set.eval_set_id).exists():
+        return
+    metrics = parse_test_config(content=config.read_bytes(), filename=config.name) if config else None
+    eval_services.eval_set_import(parsed=parsed, app_name=DEMO_APP, metrics=metrics)
 
 
 def demo_session() -> SessionRow | None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import connections
+from django.test.utils import override_settings
 
 from adkui.adk import DjangoSessionService
 
@@ -192,6 +193,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Eval cases are django-tasks: in tests they run where they are enqueued
+    # (on commit of the run's creation), unless ADKUI_TASKS_BACKEND names a
+    # backend. tests/eval_app/test_crash.py runs real `db_worker` processes.
+    if not os.environ.get("ADKUI_TASKS_BACKEND"):
+        override_settings(TASKS={"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}).enable()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -4,7 +4,9 @@ The paths, bodies and JSON of `adk web`'s dev server (google/adk/cli/dev_server.
 under /api/dev/apps/{app}/...: a set created in adk-web shows up under /evals/ and
 the other way round, and results outlive restarts. Errors are ADK's
 `{"detail": ...}` with ADK's status codes; a body that is not the model ADK
-expects is our usual 400 naming the fields (ADK's server answers 422).
+expects, an unknown metric or a bad criterion is our usual 400 naming the
+field (ADK's server answers 422, or fails the run). Results are the ADK
+EvalCaseResults ADK's engine answered for each case, stored whole.
 """
 from __future__ import annotations
 
@@ -32,10 +34,6 @@ from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
 from google.adk.evaluation.eval_metrics import EvalMetric
 from google.adk.evaluation.eval_result import EvalCaseResult as AdkEvalCaseResult
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
-from google.adk.evaluation.metric_info_providers import (
-    ResponseEvaluatorMetricInfoProvider,
-    TrajectoryEvaluatorMetricInfoProvider,
-)
 from pydantic import BaseModel, RootModel
 from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.request import Request
@@ -47,20 +45,13 @@ from sessions_app import selectors as session_selectors
 from sessions_app.apis.base import AdkApi, BadRequest, validate_adk
 from sessions_app.runtime import agent_names
 
-from .. import selectors, services
-from ..evalset_files import EvalSetFileError, specs_from_criteria
-from ..forms import concurrency_setting
-from ..metrics import RESPONSE_MATCH, TRAJECTORY, MetricSpec
+from .. import metrics, selectors, services
+from ..evalset_files import EvalSetFileError, user_simulator_config_json
 from ..models import EvalCase, EvalRun, EvalSet
 from .adk_results import case_results
 
 RUN_POLL_SECONDS = 0.25
 RUN_WAIT_SECONDS = 3600  # ADK's run route waits as long as the run takes; ours gives up after an hour
-# The metrics adkui scores (eval_app.metrics), described as ADK describes them.
-_METRIC_INFO = {
-    TRAJECTORY: lambda: TrajectoryEvaluatorMetricInfoProvider().get_metric_info(),
-    RESPONSE_MATCH: lambda: ResponseEvaluatorMetricInfoProvider(RESPONSE_MATCH).get_metric_info(),
-}
 
 
 class AdkEvalSetIdList(RootModel[list[str]]):
@@ -241,20 +232,20 @@ class AdkEvalRunApi(AdkApi):
 
     @extend_schema(operation_id="adk_eval_run", tags=TAGS, request=RunEvalRequest, responses={200: RunEvalResponse})
     def post(self, request: Request, app_name: str, eval_set_id: str) -> StreamingHttpResponse:
-        """Run the set's cases (all when none are named) and answer their results, as ADK does, once
-        the run is over. The run is an ordinary adkui run: it shows under /evals/ as it goes, and its
-        results stay in eval-results. Metrics: those metrics-info lists; no Live API, no user simulator."""
+        """Run the set's cases (all when none are named) on ADK's evaluation engine and answer their
+        results, as ADK does, once the run is over. The run is an ordinary adkui run: it shows under
+        /evals/ as it goes, and its results stay in eval-results. Metrics: any ADK registers, with
+        its criterion; conversation scenarios run with ADK's user simulator; no Live API."""
         body = _body(RunEvalRequest, request.data)
         eval_set = _require_set(app_name, eval_set_id, missing=BadRequest)
         _require_agent(app_name)
         if body.live_model_config is not None:
             raise BadRequest("live_model_config: adkui does not run evals on the Live API.")
-        if body.user_simulator_config is not None:
-            raise BadRequest("user_simulator_config: adkui runs conversations as recorded, with no user simulator.")
+        simulator = _user_simulator_config(body.user_simulator_config)
         try:
             run = services.eval_run_create(
-                eval_set=eval_set, app_name=app_name, specs=_specs(body.eval_metrics),
-                eval_ids=body.eval_case_ids or body.eval_ids, concurrency=concurrency_setting(), source="adk-web",
+                eval_set=eval_set, app_name=app_name, metrics=_eval_metrics(body.eval_metrics),
+                user_simulator_config=simulator, eval_ids=body.eval_case_ids or body.eval_ids, source="adk-web",
             )
         except services.EvalError as exc:
             raise BadRequest(str(exc)) from exc
@@ -269,18 +260,52 @@ class AdkEvalRunLegacyApi(AdkEvalRunApi):
     legacy = True
 
 
-def _specs(eval_metrics: list[EvalMetric]) -> list[MetricSpec]:
-    """ADK's EvalMetrics as our metric specs: only the metrics we score, each with a threshold."""
+def _eval_metrics(requested: list[EvalMetric]) -> list[EvalMetric]:
+    """The request's EvalMetrics, checked by ADK's models and registry (`metrics.eval_metrics`):
+    each one's criterion as test_config.json would give it, else its threshold. The informational
+    metrics need neither: the engine records them for every run, as ADK's route adds them."""
     criteria: dict[str, Any] = {}
-    for index, metric in enumerate(eval_metrics):
-        criterion = metric.criterion if metric.criterion is not None else metric.threshold
-        if criterion is None:
+    for index, metric in enumerate(requested):
+        if metric.metric_name in criteria:
+            raise BadRequest(f"eval_metrics.{index}.metric_name: {metric.metric_name!r} is asked for twice.")
+        if metric.criterion is not None:
+            criteria[metric.metric_name] = metric.criterion.model_dump(mode="json", exclude_unset=True)
+        elif metric.threshold is not None:
+            criteria[metric.metric_name] = metric.threshold
+        elif metric.metric_name not in metrics.INFORMATIONAL:
             raise BadRequest(f"eval_metrics.{index}: {metric.metric_name!r} needs a threshold or a criterion.")
-        criteria[metric.metric_name] = criterion
     try:
-        return specs_from_criteria("eval_metrics", criteria)
+        checked = metrics.eval_metrics(criteria)
+    except metrics.MetricConfigError as exc:
+        raise BadRequest(_metric_field(exc, list(criteria)) + f": {exc}") from exc
+    asked = {metric.metric_name: metric for metric in requested}
+    return [_as_asked(metric, asked[metric.metric_name]) for metric in checked]
+
+
+def _as_asked(checked: EvalMetric, asked: EvalMetric) -> EvalMetric:
+    """A metric asked for by threshold alone runs as ADK's route runs it: as asked, with no
+    criterion (so its results are ADK's); a judge metric keeps the criterion naming its judge."""
+    if asked.criterion is None and not metrics.is_judge_metric(asked.metric_name):
+        return EvalMetric(metric_name=asked.metric_name, threshold=asked.threshold)
+    return checked
+
+
+def _metric_field(exc: metrics.MetricConfigError, names: list[str]) -> str:
+    """`criteria.<metric>.rest` (metrics' naming) as the request's `eval_metrics.<i>.criterion.rest`."""
+    for index, name in enumerate(names):
+        head = f"criteria.{name}"
+        if exc.field == head:
+            return f"eval_metrics.{index} ({name})"
+        if exc.field.startswith(head + "."):
+            return f"eval_metrics.{index}.criterion{exc.field[len(head):]}"
+    return "eval_metrics"
+
+
+def _user_simulator_config(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    try:
+        return user_simulator_config_json(raw)
     except EvalSetFileError as exc:
-        raise BadRequest(str(exc)) from exc
+        raise ValidationError({"user_simulator_config": exc.problems}) from exc
 
 
 async def _run_answer(run_pk: int, *, legacy: bool) -> AsyncIterator[bytes]:
@@ -294,7 +319,7 @@ async def _run_answer(run_pk: int, *, legacy: bool) -> AsyncIterator[bytes]:
 
 
 def _run_eval_json(run: EvalRun | None, *, legacy: bool) -> Any:
-    results = [_run_eval_result(case) for case in case_results(run, sessions=False)] if run else []
+    results = [_run_eval_result(case) for case in case_results(run, sessions=False, live=True)] if run else []
     if legacy:
         return [_adk_json(result) for result in results]
     return _adk_json(RunEvalResponse(run_eval_results=results))
@@ -333,7 +358,7 @@ class AdkEvalResultApi(AdkApi):
             raise NotFound(f"Eval set result `{eval_result_id}` not found.")
         result = EvalResult(
             eval_set_result_id=eval_result_id, eval_set_result_name=eval_result_id,
-            eval_set_id=run.eval_set.eval_set_id, eval_case_results=case_results(run, sessions=True),
+            eval_set_id=run.eval_set.eval_set_id, eval_case_results=case_results(run, sessions=True, live=False),
             creation_timestamp=run.created_at.timestamp(),
         )
         return Response(_adk_json(result))
@@ -347,6 +372,5 @@ class AdkEvalResultLegacyApi(AdkEvalResultApi):
 class AdkMetricsInfoApi(AdkApi):
     @extend_schema(operation_id="adk_eval_metrics_info", tags=TAGS, responses={200: ListMetricsInfoResponse})
     def get(self, request: Request, app_name: str) -> Response:
-        """The metrics adkui scores, in ADK's own words (ADK lists every metric it registers)."""
-        infos = [describe() for describe in _METRIC_INFO.values()]
-        return Response(_adk_json(ListMetricsInfoResponse(metrics_info=infos)))
+        """Every metric ADK's registry holds (adkui's final_session_state_match too), as ADK lists them."""
+        return Response(_adk_json(ListMetricsInfoResponse(metrics_info=metrics.metrics_info())))

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, inline_serializer
+from google.adk.evaluation.eval_metrics import EvalMetric
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -13,9 +14,8 @@ from rest_framework.views import APIView
 
 from sessions_app.runtime import agent_names
 
-from .. import selectors, services
-from ..evalset_files import EvalSetFileError, specs_from_criteria, specs_from_stored
-from ..forms import concurrency_setting
+from .. import judges, metrics, selectors, services
+from ..evalset_files import EvalSetFileError, metric_problem, user_simulator_config_json
 from ..models import EvalRun, EvalSet
 
 
@@ -50,12 +50,16 @@ class RunOutputSerializer(serializers.Serializer):
 
 
 class EvalRunCreateApi(APIView):
-    """Start a run of an eval set; `criteria` is test_config.json's (defaults: the set's, else ADK's)."""
+    """Start a run of an eval set. `criteria` is test_config.json's: any metric ADK registers, with its
+    options (threshold, match_type, judge_model_options, rubrics, ...); default: the set's, else ADK's.
+    `judge_model` overrides the judge of every LLM-as-judge metric (and the user simulator's model)."""
 
     class InputSerializer(serializers.Serializer):
         app_name = serializers.CharField(required=False)
         eval_ids = serializers.ListField(child=serializers.CharField(), required=False, default=list)
         criteria = serializers.DictField(required=False)
+        judge_model = serializers.CharField(required=False, allow_blank=True, default="", max_length=255)
+        user_simulator_config = serializers.DictField(required=False, allow_null=True, default=None)
         repeats = serializers.IntegerField(min_value=1, max_value=50, default=1)
 
     @extend_schema(operation_id="eval_run_create", tags=["evals"], request=InputSerializer,
@@ -64,21 +68,40 @@ class EvalRunCreateApi(APIView):
         eval_set = get_object_or_404(EvalSet, pk=pk)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        app_name = data.validated_data.get("app_name") or eval_set.app_name
+        given = data.validated_data
+        app_name = given.get("app_name") or eval_set.app_name
         if app_name not in agent_names():
             raise ValidationError({"app_name": [f"No agent named {app_name!r}."]})
+        eval_metrics = _eval_metrics(given.get("criteria") or eval_set.criteria, given["judge_model"])
         try:
-            criteria = data.validated_data.get("criteria")
-            specs = specs_from_criteria("criteria", criteria) if criteria else specs_from_stored(eval_set.criteria)
             run = services.eval_run_create(
-                eval_set=eval_set, app_name=app_name, specs=specs, eval_ids=data.validated_data["eval_ids"],
-                repeats=data.validated_data["repeats"], concurrency=concurrency_setting(), source="api",
+                eval_set=eval_set, app_name=app_name, metrics=eval_metrics, judge_model=given["judge_model"],
+                user_simulator_config=_user_simulator_config(given["user_simulator_config"]),
+                eval_ids=given["eval_ids"], repeats=given["repeats"], source="api",
             )
-        except EvalSetFileError as exc:
-            raise ValidationError({"criteria": exc.problems}) from exc
         except services.EvalError as exc:
             raise ValidationError({"detail": [str(exc)]}) from exc
         return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+def _eval_metrics(criteria: dict[str, Any], judge_model: str) -> list[EvalMetric]:
+    """ADK EvalMetrics of the criteria (ADK's default when none); a 400 naming the field otherwise."""
+    if judge_model:
+        try:
+            judges.check_model(judge_model)
+        except ValueError as exc:
+            raise ValidationError({"judge_model": [str(exc)]}) from exc
+    try:
+        return metrics.eval_metrics(criteria or metrics.default_criteria(), judge_model=judge_model)
+    except metrics.MetricConfigError as exc:
+        raise ValidationError({"criteria": [metric_problem(exc)]}) from exc
+
+
+def _user_simulator_config(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    try:
+        return user_simulator_config_json(raw)
+    except EvalSetFileError as exc:
+        raise ValidationError({"user_simulator_config": exc.problems}) from exc
 
 
 class EvalRunDetailApi(APIView):
@@ -90,6 +113,8 @@ class EvalRunDetailApi(APIView):
         session_id = serializers.CharField(source="adk_session_id")
         user_id = serializers.CharField()
         error = serializers.CharField()
+        adk_result = serializers.JSONField(help_text="ADK's EvalCaseResult of the case (without session_details).")
+        judge_samples = serializers.JSONField(help_text="Each judge call: metric, invocation, sample, verdicts.")
 
     @extend_schema(
         operation_id="eval_run_detail", tags=["evals"],

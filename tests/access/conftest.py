@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 
 from adkui.adk import DjangoArtifactService, DjangoMemoryService
 from eval_app import services as eval_services
-from eval_app.evalset_files import parse_eval_set_file, specs_from_stored
+from eval_app.evalset_files import parse_eval_set_file, stored_eval_metrics
 from eval_app.models import EvalCase, EvalRun
 from memory_app.models import MemoryEvent
 from sessions_app.models import Session as SessionRow
@@ -126,7 +126,7 @@ def world(service: Any, roles: None) -> World:
     case = EvalCase.objects.filter(eval_set=eval_set).order_by("pk").first()
 
     def run() -> EvalRun:
-        return eval_services.eval_run_create(eval_set=eval_set, app_name=APP, specs=specs_from_stored(eval_set.criteria),
+        return eval_services.eval_run_create(eval_set=eval_set, app_name=APP, metrics=stored_eval_metrics(eval_set.criteria),
                                              eval_ids=[case.eval_id], start=False)
 
     stopped = run()

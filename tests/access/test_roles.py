@@ -102,6 +102,8 @@ RULES: dict[str, dict[str, str]] = {
     "eval_api:eval-sets": {G: VIEW},
     "eval_api:eval-run-create": {P: EDIT},
     "eval_api:eval-run": {G: VIEW},
+    "eval_api:eval-run-cancel": {P: EDIT},
+    "eval_api:eval-run-resume": {P: EDIT},
     # ADK's own routes adk-web calls (and adk-web itself at /dev-ui/)
     "runtime_api:version": {G: VIEW},
     "runtime_api:health": {G: OPEN},
@@ -313,6 +315,10 @@ PROBES: dict[tuple[str, str], Probe] = {
         f"/api/apps/{w.app}/users/{w.user}/memory", {"sessionId": "no-such-session" if missing else w.sid}), api=True),
     ("eval_api:eval-run-create", P): Probe(lambda w, missing: (
         f"/api/evals/sets/{MISSING if missing else w.set_pk}/runs", {}), api=True),
+    ("eval_api:eval-run-cancel", P): Probe(lambda w, missing: (
+        f"/api/evals/runs/{MISSING if missing else w.queued_run_pk}/cancel", {}), api=True),
+    ("eval_api:eval-run-resume", P): Probe(lambda w, missing: (
+        f"/api/evals/runs/{MISSING if missing else w.stopped_run_pk}/resume", {}), api=True),
 } | _adk_eval_probes()
 
 

@@ -73,7 +73,7 @@ class HeldRun:
 
 def test_the_home_dashboard_leads_into_the_demo_and_shows_what_needs_a_look(page, live_server):
     load_demo()
-    eval_set = EvalSet.objects.get(app_name=APP)
+    eval_set = EvalSet.objects.get(app_name=APP, eval_set_id="trip_planner_demo")
     EvalRun.objects.create(eval_set=eval_set, app_name=APP, status="completed", total=4, done=4, passed=3, failed=1)
     troubled = new_session(live_server, "troubled")
     SessionRow.objects.filter(pk=troubled.pk).update(error_count=2, tool_loop_count=1)

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval_app import broadcast, services
-from eval_app.evalset_files import default_specs
+from eval_app import broadcast, metrics, services
 from eval_app.models import EvalCaseResult
 
 from .conftest import AGENT
@@ -19,7 +18,7 @@ def fresh_layer(settings):
 
 
 def test_an_unwatched_run_renders_nothing(demo_set, fresh_layer, monkeypatch):
-    run = services.eval_run_create(eval_set=demo_set, app_name=AGENT, specs=default_specs(), start=False)
+    run = services.eval_run_create(eval_set=demo_set, app_name=AGENT, metrics=metrics.eval_metrics({"response_match_score": 0.8}), start=False)
     result = EvalCaseResult.objects.create(run=run, eval_id="greeting", status="passed", case_data={})
 
     def must_not_render(*args, **kwargs):
@@ -31,7 +30,7 @@ def test_an_unwatched_run_renders_nothing(demo_set, fresh_layer, monkeypatch):
 
 
 def test_the_snapshot_holds_the_rows_so_far_and_their_pks(demo_set):
-    run = services.eval_run_create(eval_set=demo_set, app_name=AGENT, specs=default_specs(), start=False)
+    run = services.eval_run_create(eval_set=demo_set, app_name=AGENT, metrics=metrics.eval_metrics({"response_match_score": 0.8}), start=False)
     result = EvalCaseResult.objects.create(run=run, eval_id="greeting", status="passed", case_data={})
     (rows, live), sent = broadcast.snapshot(run.pk)
     assert rows.startswith('<tbody id="case-results" hx-swap-oob="true">') and f'id="result-{result.pk}"' in rows

@@ -6,8 +6,8 @@ from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from eval_app import broadcast, engine, services
-from eval_app.evalset_files import default_specs, parse_eval_set_file
+from eval_app import broadcast, metrics, services
+from eval_app.evalset_files import parse_eval_set_file
 from eval_app.routing import websocket_urlpatterns
 
 from .conftest import AGENT, DEMO_FILE
@@ -20,8 +20,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 def queued_run(eval_ids):
     parsed = parse_eval_set_file(filename=DEMO_FILE.name, content=DEMO_FILE.read_bytes())
     eval_set = services.eval_set_import(parsed=parsed, app_name=AGENT)
-    return services.eval_run_create(eval_set=eval_set, app_name=AGENT, specs=default_specs(), eval_ids=eval_ids,
-                                    start=False)
+    return services.eval_run_create(eval_set=eval_set, app_name=AGENT, metrics=metrics.eval_metrics({"response_match_score": 0.8}),
+                                    eval_ids=eval_ids, start=False)
 
 
 async def connect(run_pk: int) -> WebsocketCommunicator:
@@ -39,7 +39,7 @@ async def test_it_streams_progress_and_case_rows_until_the_run_completes():
     assert rows.startswith('<tbody id="case-results" hx-swap-oob="true">')
     assert 'aria-valuenow="0"' in live and 'id="run-header"' in live
 
-    await engine.execute_run(run.pk, worker="test")
+    await sync_to_async(services.eval_run_execute_inline)(run)
     messages = []
     while not any("completed" in m and 'id="run-header"' in m for m in messages):
         messages.append(await comm.receive_from(timeout=5))
@@ -53,7 +53,7 @@ async def test_it_streams_progress_and_case_rows_until_the_run_completes():
 
 async def test_rows_already_in_the_snapshot_are_not_sent_again():
     run = await queued_run(["greeting"])
-    await engine.execute_run(run.pk, worker="test")
+    await sync_to_async(services.eval_run_execute_inline)(run)
     result = await run.results.aget()
     comm = await connect(run.pk)
     rows, live = await comm.receive_from(), await comm.receive_from()
@@ -77,8 +77,8 @@ async def test_each_change_is_rendered_once_whatever_the_number_of_viewers(monke
         return real_render(template_name, context)
 
     monkeypatch.setattr(broadcast, "render_to_string", counting_render)
-    await engine.execute_run(run.pk, worker="test")
-    # Claimed, the case's row and progress, finished: four frames each, from four renders in all.
+    await sync_to_async(services.eval_run_execute_inline)(run)
+    # Running, the case's row and progress, finished: four frames each, from four renders in all.
     for comm in viewers:
         frames = [await comm.receive_from(timeout=5) for _ in range(4)]
         assert sum(f.startswith('<tbody hx-swap-oob="beforeend:#case-results">') for f in frames) == 1

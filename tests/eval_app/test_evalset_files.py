@@ -5,21 +5,23 @@ import json
 
 import pytest
 import yaml
-from google.adk.evaluation.eval_config import get_evaluation_criteria_or_default
+from google.adk.evaluation.eval_config import get_eval_metrics_from_config, get_evaluation_criteria_or_default
+from google.adk.evaluation.eval_metrics import RubricsBasedCriterion, ToolTrajectoryCriterion
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.local_eval_sets_manager import LocalEvalSetsManager, load_eval_set_from_file
 
-from eval_app import metrics, services
+from eval_app import judges, metrics, services
 from eval_app.evalset_files import (
     EvalSetFileError,
     build_eval_set,
     dump_eval_set_json,
     dump_eval_set_yaml,
     dump_test_config,
+    parse_eval_config,
     parse_eval_set_file,
     parse_test_config,
+    user_simulator_config_json,
 )
-from eval_app.metrics import MetricSpec
 from eval_app.models import EvalCase, EvalSet
 
 from .conftest import AGENT, DEMO_FILE
@@ -65,36 +67,80 @@ def test_adks_own_readers_accept_the_export(demo_set, tmp_path):
     assert from_file == by_id == AdkEvalSet.model_validate_json(DEMO_FILE.read_text())
 
 
-def test_the_exported_test_config_is_read_by_adk(tmp_path):
-    specs = [MetricSpec(metrics.TRAJECTORY, 0.5, "IN_ORDER", True), MetricSpec(metrics.RESPONSE_MATCH, 0.7)]
+RUBRIC = {"rubric_id": "r1", "rubric_content": {"text_property": "The answer names the city."}}
+CONFIG = {"criteria": {
+    "tool_trajectory_avg_score": {"threshold": 0.5, "match_type": "IN_ORDER", "ignore_args": True},
+    "response_match_score": 0.7,
+    "rubric_based_final_response_quality_v1": {
+        "threshold": 0.6, "judge_model_options": {"judge_model": judges.SCRIPTED_JUDGE, "num_samples": 3},
+        "rubrics": [RUBRIC]},
+}}
+
+
+def test_the_exported_test_config_is_read_back_by_adk_and_by_us(tmp_path):
+    eval_metrics = parse_test_config(content=json.dumps(CONFIG))
+    assert [m.metric_name for m in eval_metrics] == list(CONFIG["criteria"])
     path = tmp_path / "test_config.json"
-    path.write_text(dump_test_config(specs))
-    config = get_evaluation_criteria_or_default(str(path))
-    assert config.criteria[metrics.RESPONSE_MATCH] == 0.7
-    assert parse_test_config(content=path.read_bytes()) == specs
+    path.write_text(dump_test_config(eval_metrics))
+    adks = get_eval_metrics_from_config(get_evaluation_criteria_or_default(str(path)))
+    by_name = {m.metric_name: m for m in adks}
+    assert by_name[metrics.RESPONSE_MATCH].threshold == 0.7
+    trajectory = ToolTrajectoryCriterion.model_validate(by_name[metrics.TRAJECTORY].criterion.model_dump())
+    assert (trajectory.match_type, trajectory.ignore_args) == (ToolTrajectoryCriterion.MatchType.IN_ORDER, True)
+    rubric = RubricsBasedCriterion.model_validate(by_name["rubric_based_final_response_quality_v1"].criterion.model_dump())
+    assert (rubric.judge_model_options.num_samples, rubric.rubrics[0].rubric_id) == (3, "r1")
+    assert parse_test_config(content=path.read_bytes()) == eval_metrics
 
 
-def test_test_config_criteria_may_be_numbers_or_objects():
-    specs = parse_test_config(content=json.dumps({"criteria": {
+def test_test_config_criteria_may_be_numbers_objects_or_camel_case():
+    trajectory, response = parse_test_config(content=json.dumps({"criteria": {
         "tool_trajectory_avg_score": {"threshold": 0.9, "match_type": "any_order", "ignore_args": True},
         "response_match_score": 1,
     }}))
-    assert specs == [MetricSpec(metrics.TRAJECTORY, 0.9, "ANY_ORDER", True), MetricSpec(metrics.RESPONSE_MATCH, 1.0)]
-    camel = parse_test_config(content='{"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "matchType": "IN_ORDER"}}}')
-    assert camel == [MetricSpec(metrics.TRAJECTORY, 1.0, "IN_ORDER", False)]
+    assert isinstance(trajectory.criterion, ToolTrajectoryCriterion)
+    assert (trajectory.threshold, trajectory.criterion.match_type.name, trajectory.criterion.ignore_args) == (
+        0.9, "ANY_ORDER", True)
+    assert (response.metric_name, response.threshold) == (metrics.RESPONSE_MATCH, 1.0)
+    [camel] = parse_test_config(content='{"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "matchType": "IN_ORDER"}}}')
+    assert (camel.criterion.match_type.name, camel.criterion.ignore_args) == ("IN_ORDER", False)
+
+
+def test_the_config_keeps_adks_user_simulator_config():
+    config, _ = parse_eval_config(content=json.dumps({
+        "criteria": {"response_match_score": 0.5},
+        "user_simulator_config": {"model": judges.SCRIPTED_JUDGE, "max_allowed_invocations": 4},
+    }))
+    assert config.user_simulator_config.type == "llm_backed"  # ADK's default for a config without a type
+    assert user_simulator_config_json({"model": "m", "max_allowed_invocations": 4})["max_allowed_invocations"] == 4
+    with pytest.raises(EvalSetFileError) as caught:
+        user_simulator_config_json({"type": "llm_backed", "max_allowed_invocations": "many"})
+    assert "max_allowed_invocations" in str(caught.value.problems)
 
 
 @pytest.mark.parametrize("content,expected", [
     ('{"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "match_type": "SOMETIMES"}}}',
-     "criteria.tool_trajectory_avg_score.match_type"),
-    ('{"criteria": {"final_response_match_v2": 0.5}}', "criteria.final_response_match_v2: not a metric adkui scores"),
+     "criteria.tool_trajectory_avg_score"),
+    ('{"criteria": {"no_such_metric": 0.5}}', "criteria.no_such_metric: Unknown metric"),
+    ('{"criteria": {"rubric_based_final_response_quality_v1": {"threshold": 0.5}}}',
+     "criteria.rubric_based_final_response_quality_v1.rubrics"),
+    ('{"criteria": {"final_response_match_v2": {"threshold": 0.5, "judge_model_options": '
+     '{"judge_model": "no-such-model-anywhere"}}}}', "criteria.final_response_match_v2.judge_model_options.judge_model"),
     ('{"criteria": {"response_match_score": "high"}}', "criteria.response_match_score"),
+    ('{"criteria": {"tool_call_count_v1": 1}}', "criteria.tool_call_count_v1"),
+    ('{"criteria": {"response_match_score": 0.5}, "user_simulator_config": {"type": "nope"}}',
+     "user_simulator_config"),
     ('{"criteria": ', "line 1 column 14"),
 ])
 def test_a_bad_test_config_is_rejected_with_its_field_path(content, expected):
     with pytest.raises(EvalSetFileError) as caught:
         parse_test_config(content=content)
     assert any(expected in problem for problem in caught.value.problems), caught.value.problems
+
+
+def test_a_judge_model_that_cannot_load_is_named():
+    with pytest.raises(EvalSetFileError) as caught:
+        parse_test_config(content='{"criteria": {"final_response_match_v2": 0.5}}', judge_model="no-such-model-anywhere")
+    assert "criteria.final_response_match_v2.judge_model_options.judge_model" in caught.value.problems[0]
 
 
 def test_a_legacy_test_json_becomes_one_case_as_adk_converts_it():

@@ -1,16 +1,18 @@
 """The eval pages: import, export, run form, case editing, results, comparison, add from session."""
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils.html import escape
 
-from eval_app import services
-from eval_app.evalset_files import default_specs, parse_eval_set_file, specs_from_stored
-from eval_app.metrics import MetricSpec
-from eval_app.models import EvalCase, EvalRun, EvalSet
+from eval_app import judges, metrics, services
+from eval_app.evalset_files import parse_eval_set_file
+from eval_app.forms import RunForm
+from eval_app.models import EvalCase, EvalRun, EvalSet, EvalWorkItem
 
 from .conftest import AGENT, DEMO_DIR, DEMO_FILE
 
@@ -55,50 +57,136 @@ def test_exports_are_attachments_that_import_back(client, demo_set):
     assert json.loads(config.content) == json.loads((DEMO_DIR / "test_config.json").read_text())
 
 
-def test_the_set_page_offers_agents_metrics_and_match_types(client, demo_set):
+def run_form(**fields) -> dict:
+    """A run form post: the demo agent, all cases, one repeat, plus `fields`."""
+    return {"app_name": AGENT, "scope": "all", "repeats": "1", "judge_model": "", **fields}
+
+
+def nothing_created(eval_set: EvalSet, criteria_before: dict) -> bool:
+    eval_set.refresh_from_db()
+    return not EvalRun.objects.exists() and not EvalWorkItem.objects.exists() and eval_set.criteria == criteria_before
+
+
+def test_the_set_page_offers_every_adk_metric_grouped_with_its_options(client, demo_set):
     page = client.get(reverse("eval_app:eval_set_detail", args=[demo_set.pk])).content.decode()
-    for text in ("trip_planner", "tool_trajectory_avg_score", "response_match_score", "IN_ORDER", "ANY_ORDER",
-                 "ignore args", "plan_then_weather", 'name="repeats"'):
+    for info in metrics.metrics_info():
+        assert f'id="metric-{info.metric_name}"' in page
+        assert escape(info.description or "") in page  # ADK's own description
+    groups = [g for g in ("Deterministic metrics", "LLM-as-judge metrics", "Informational (recorded for every run)")]
+    assert [page.index(g) for g in groups] == sorted(page.index(g) for g in groups)
+    informational = page[page.index("Informational (recorded for every run)"):page.index('id="run-button"')]
+    for name in metrics.INFORMATIONAL:
+        assert f"<code>{name}</code> <span class=\"badge muted\">always on</span>" in informational
+        assert f'name="{name}__on"' not in page
+    # Options by criterion type: match type and ignore args, rubrics, judge model and samples.
+    assert 'name="tool_trajectory_avg_score__match_type"' in page and "ANY_ORDER" in page
+    assert 'name="tool_trajectory_avg_score__ignore_args"' in page
+    assert 'name="rubric_based_final_response_quality_v1__rubrics"' in page
+    assert 'name="final_response_match_v2__judge_model"' in page and 'name="final_response_match_v2__num_samples"' in page
+    assert 'name="response_match_score__judge_model"' not in page and 'name="response_match_score__rubrics"' not in page
+    assert 'name="final_session_state_match__threshold"' in page
+    # ADK's default criteria are chosen for a set that has none; the default judge is shown.
+    assert 'name="tool_trajectory_avg_score__on" id="id_tool_trajectory_avg_score__on" checked' in page
+    assert 'name="final_response_match_v2__on" id="id_final_response_match_v2__on">' in page
+    assert f"blank: <code>{judges.default_judge_model()}</code>" in page
+    for text in ("trip_planner", "plan_then_weather", 'name="repeats"', 'name="judge_model"'):
         assert text in page
 
 
-def test_the_run_form_queues_a_run_of_the_selected_cases(client, demo_set):
-    response = client.post(reverse("eval_app:run_create", args=[demo_set.pk]), {
-        "app_name": AGENT, "scope": "selected", "eval_ids": ["greeting", "plan_lisbon"],
-        "trajectory": "on", "trajectory_threshold": "0.5", "match_type": "ANY_ORDER", "ignore_args": "on",
-        "response": "on", "response_threshold": "0.7", "repeats": "2",
-    })
+def test_the_run_form_builds_adk_criteria_and_queues_the_run(client, demo_set):
+    response = client.post(reverse("eval_app:run_create", args=[demo_set.pk]), run_form(
+        scope="selected", eval_ids=["greeting", "plan_lisbon"], repeats="2", judge_model=judges.SCRIPTED_JUDGE,
+        tool_trajectory_avg_score__on="on", tool_trajectory_avg_score__threshold="0.5",
+        tool_trajectory_avg_score__match_type="ANY_ORDER", tool_trajectory_avg_score__ignore_args="on",
+        final_session_state_match__on="on", final_session_state_match__threshold="1",
+        final_response_match_v2__on="on", final_response_match_v2__threshold="0.6",
+        final_response_match_v2__num_samples="2",
+        rubric_based_final_response_quality_v1__on="on", rubric_based_final_response_quality_v1__threshold="0.5",
+        rubric_based_final_response_quality_v1__num_samples="1",
+        rubric_based_final_response_quality_v1__rubrics="concise: The answer is short.\n\nThe answer names the city.",
+    ))
     run = EvalRun.objects.get()
     assert response.status_code == 302 and response.url == reverse("eval_app:run_detail", args=[run.pk])
-    assert (run.eval_ids, run.repeats, run.total, run.status) == (["greeting", "plan_lisbon"], 2, 4, "queued")
-    assert run.metrics == [
-        {"metric_name": "tool_trajectory_avg_score", "threshold": 0.5, "match_type": "ANY_ORDER", "ignore_args": True},
-        {"metric_name": "response_match_score", "threshold": 0.7},
-    ]
-    demo_set.refresh_from_db()  # the form's choices are the set's defaults next time
-    # PostgreSQL's jsonb keeps no key order, so compare the criteria as a set of metrics.
-    saved = sorted((s.as_dict() for s in specs_from_stored(demo_set.criteria)), key=lambda m: m["metric_name"])
-    assert saved == sorted(run.metrics, key=lambda m: m["metric_name"])
-    page = client.get(response.url).content.decode()
-    assert 'ws-connect="/ws/evals/runs/%d/"' % run.pk in page and 'aria-valuenow="0"' in page
+    assert (run.eval_ids, run.repeats, run.total, run.judge_model) == (["greeting", "plan_lisbon"], 2, 4,
+                                                                       judges.SCRIPTED_JUDGE)
+    by_name = {m["metric_name"]: m for m in run.metrics}
+    assert sorted(by_name) == ["final_response_match_v2", "final_session_state_match",
+                               "rubric_based_final_response_quality_v1", "tool_trajectory_avg_score"]
+    trajectory = by_name["tool_trajectory_avg_score"]["criterion"]
+    assert (trajectory["threshold"], trajectory["match_type"], trajectory["ignore_args"]) == (0.5, 2, True)
+    assert by_name["final_session_state_match"]["criterion"]["threshold"] == 1.0
+    judge = by_name["final_response_match_v2"]["criterion"]["judge_model_options"]
+    assert (judge["judge_model"], judge["num_samples"]) == (judges.SCRIPTED_JUDGE, 2)
+    rubrics = by_name["rubric_based_final_response_quality_v1"]["criterion"]["rubrics"]
+    assert [(r["rubric_id"], r["rubric_content"]["text_property"]) for r in rubrics] == [
+        ("concise", "The answer is short."), ("rubric_2", "The answer names the city.")]
 
-
-def test_a_refused_run_leaves_the_sets_criteria_alone(demo_set):
-    before = demo_set.criteria
-    with pytest.raises(services.EvalError):
-        services.eval_run_create(eval_set=demo_set, app_name=AGENT, specs=[MetricSpec("response_match_score", 0.1)],
-                                 eval_ids=["no_such_case"], start=False, save_criteria=True)
+    # The set keeps them as ADK's criteria, and the form starts from them next time.
     demo_set.refresh_from_db()
-    assert demo_set.criteria == before and not EvalRun.objects.exists()
+    assert demo_set.criteria["tool_trajectory_avg_score"]["match_type"] == "ANY_ORDER"
+    page = client.get(reverse("eval_app:eval_set_detail", args=[demo_set.pk])).content.decode()
+    assert 'name="response_match_score__on" id="id_response_match_score__on">' in page  # not asked this time
+    assert 'name="final_session_state_match__on" id="id_final_session_state_match__on" checked' in page
+    assert '<option value="ANY_ORDER" selected>' in page
+    assert "concise: The answer is short.\nrubric_2: The answer names the city.</textarea>" in page
+    assert 'name="final_response_match_v2__num_samples" value="2"' in page
+    run_page = client.get(response.url).content.decode()
+    assert 'ws-connect="/ws/evals/runs/%d/"' % run.pk in run_page
+    assert "ANY_ORDER · ignore args" in run_page and f"judge {judges.SCRIPTED_JUDGE} × 2" in run_page
 
 
-def test_the_run_form_rejects_no_metric_and_bad_thresholds(client, demo_set):
-    response = client.post(reverse("eval_app:run_create", args=[demo_set.pk]), {
-        "app_name": AGENT, "scope": "all", "trajectory_threshold": "1.5", "match_type": "EXACT",
-        "response_threshold": "0.8", "repeats": "1",
-    })
-    assert response.status_code == 400 and not EvalRun.objects.exists()
-    assert "less than or equal to 1" in response.content.decode()
+def test_a_judge_metric_without_a_judge_model_gets_the_runs(client, demo_set):
+    client.post(reverse("eval_app:run_create", args=[demo_set.pk]), run_form(
+        final_response_match_v2__on="on", final_response_match_v2__threshold="0.5",
+        final_response_match_v2__num_samples="1"))
+    [metric] = EvalRun.objects.get().metrics
+    assert metric["criterion"]["judge_model_options"]["judge_model"] == judges.default_judge_model()
+
+
+@pytest.mark.parametrize("fields, field, message", [
+    ({"rubric_based_final_response_quality_v1__on": "on", "rubric_based_final_response_quality_v1__threshold": "0.5",
+      "rubric_based_final_response_quality_v1__num_samples": "1", "rubric_based_final_response_quality_v1__rubrics": " "},
+     "rubric_based_final_response_quality_v1__rubrics", "needs at least one rubric"),
+    ({"final_response_match_v2__on": "on", "final_response_match_v2__threshold": "0.5",
+      "final_response_match_v2__num_samples": "1", "final_response_match_v2__judge_model": "no-such-model-xyz"},
+     "final_response_match_v2__judge_model", "no-such-model-xyz"),
+    ({"judge_model": "no-such-model-xyz", "response_match_score__on": "on", "response_match_score__threshold": "0.5"},
+     "judge_model", "no-such-model-xyz"),
+    ({"response_match_score__on": "on", "response_match_score__threshold": "1.5"},
+     "response_match_score__threshold", "less than or equal to 1"),
+    ({"response_match_score__on": "on", "response_match_score__threshold": ""},
+     "response_match_score__threshold", "A threshold is required"),
+    ({"tool_trajectory_avg_score__threshold": "1"}, None, "Choose at least one metric."),
+])
+def test_a_bad_run_form_names_the_field_and_creates_nothing(client, demo_set, fields, field, message):
+    before = demo_set.criteria
+    response = client.post(reverse("eval_app:run_create", args=[demo_set.pk]), run_form(**fields))
+    assert response.status_code == 400
+    form = response.context["run_form"]
+    errors = form.errors.get(field or "__all__")
+    assert errors and message in " ".join(errors), form.errors
+    assert message in html.unescape(response.content.decode())
+    assert nothing_created(demo_set, before)
+
+
+def test_an_unknown_metric_is_refused_by_adk_config_checks_naming_it(client, demo_set):
+    # The form offers only registered metrics; a MetricConfigError naming a metric lands on its field.
+    form = RunForm(run_form(final_response_match_v2__on="on", final_response_match_v2__threshold="0.5",
+                            final_response_match_v2__num_samples="1"), eval_set=demo_set)
+    assert form._field_of("criteria.final_response_match_v2.judge_model_options.judge_model") == \
+        "final_response_match_v2__judge_model"
+    assert form._field_of("criteria.no_such_metric") is None and form._field_of("criteria") is None
+    with pytest.raises(metrics.MetricConfigError) as refused:
+        metrics.eval_metrics({"no_such_metric": 0.5})
+    assert form._field_of(refused.value.field) is None  # a form error of its own, naming the metric
+    assert "no_such_metric" in str(refused.value)
+    # A set whose stored criteria name a metric ADK does not know still shows its page, saying so.
+    demo_set.criteria = {"no_such_metric": 0.5, "response_match_score": 0.7}
+    demo_set.save()
+    page = client.get(reverse("eval_app:eval_set_detail", args=[demo_set.pk])).content.decode()
+    assert "no_such_metric" in page and "not in ADK" in page
+    assert 'name="response_match_score__on" id="id_response_match_score__on" checked' in page
+    assert not EvalRun.objects.exists()
 
 
 def test_a_case_is_edited_with_validation(client, demo_set):
@@ -117,7 +205,7 @@ def test_a_case_is_edited_with_validation(client, demo_set):
     bad = client.post(url, {**form, "turn-0-expected_tool_calls": '[{"args": {}}]'})
     assert "[0].name: a non-empty string is required" in bad.content.decode()
     bad = client.post(url, {**form, "state": "[1, 2]"})
-    assert "The state must be a JSON object." in bad.content.decode()
+    assert "must be a JSON object" in bad.content.decode()  # the case editor (ISOLATION) names which
 
     ok = client.post(url, {**form, "turn-0-expected_tool_calls": '[{"name": "plan_trip", "args": {"city": "Porto"}}]',
                            "turn-0-expected_response": "Planned."})
@@ -149,7 +237,8 @@ def test_agent_text_is_escaped(client, demo_set):
 
 
 def test_stop_and_resume_buttons(client, demo_set):
-    run = services.eval_run_create(eval_set=demo_set, app_name=AGENT, specs=default_specs(), start=False)
+    run = services.eval_run_create(eval_set=demo_set, app_name=AGENT, metrics=metrics.eval_metrics(metrics.default_criteria()),
+                                   start=False)
     # The pushed copy of the buttons has no CSRF token in the form: htmx sends it as a header.
     response = client.post(reverse("eval_app:run_stop", args=[run.pk]), headers={"HX-Request": "true"})
     assert response["HX-Redirect"] == reverse("eval_app:run_detail", args=[run.pk])

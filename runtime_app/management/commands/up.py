@@ -1,17 +1,26 @@
-"""`manage.py up`: migrate, load the demo, and serve (HTTP + websockets) in one step."""
+"""`manage.py up`: migrate, load the demo, and serve (HTTP + websockets) in one
+step, with one task worker (`manage.py db_worker`, which runs eval cases) beside
+the server, stopped with it."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django_tasks import task_backends
+from django_tasks_db.backend import DatabaseBackend
 
 from runtime_app.agents import agent_names
 
 
 class Command(BaseCommand):
-    help = "Migrate the database, load the demo session, and start the dev server (daphne, with websockets)."
+    help = ("Migrate the database, load the demo session, and start the dev server (daphne, with websockets) "
+            "and one task worker (db_worker) for eval runs.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000",
@@ -35,4 +44,36 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo:
             call_command("load_demo")
-        call_command("runserver", addrport, use_reloader=False)
+        worker = self.start_worker()
+        # A SIGTERM ends the server like Ctrl+C does, so the worker is stopped with it.
+        signal.signal(signal.SIGTERM, _exit)
+        try:
+            call_command("runserver", addrport, use_reloader=False)
+        finally:
+            stop_worker(worker)
+
+    def start_worker(self) -> subprocess.Popen | None:
+        """One `db_worker` process for eval cases, when tasks go through the database."""
+        if not isinstance(task_backends["default"], DatabaseBackend):
+            return None
+        env = {**os.environ, "ADKUI_AGENTS_DIR": str(settings.ADKUI_AGENTS_DIR)}
+        manage = Path(settings.BASE_DIR) / "manage.py"
+        command = [sys.executable, str(manage), "db_worker", "--no-reload", "--interval", "0.5", "--verbosity", "0"]
+        worker = subprocess.Popen(command, env=env)
+        self.stdout.write(f"Task worker for eval runs: manage.py db_worker, pid {worker.pid}")
+        return worker
+
+
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def stop_worker(worker: subprocess.Popen | None) -> None:
+    if worker is None or worker.poll() is not None:
+        return
+    worker.terminate()  # db_worker finishes the case it runs, then exits
+    try:
+        worker.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
