@@ -8,7 +8,7 @@ never run twice. 409 when the run's status does not allow it, 404 for no such ru
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -25,27 +25,23 @@ _RESPONSES = {
 }
 
 
-class EvalRunCancelApi(APIView):
-    @extend_schema(operation_id="eval_run_cancel", tags=["evals"], request=None, responses=_RESPONSES)
+class _RunActionApi(APIView):
+    """POST: `apply` a service to the run; 409 naming why when its status does not allow it."""
+
     def post(self, request: Request, pk: int) -> Response:
         run = get_object_or_404(EvalRun, pk=pk)
         try:
-            services.eval_run_stop(run=run)
+            self.apply(run=run)
         except services.EvalError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return _run(pk)
+        return Response(RunOutputSerializer(EvalRun.objects.select_related("eval_set").get(pk=pk)).data)
 
 
-class EvalRunResumeApi(APIView):
-    @extend_schema(operation_id="eval_run_resume", tags=["evals"], request=None, responses=_RESPONSES)
-    def post(self, request: Request, pk: int) -> Response:
-        run = get_object_or_404(EvalRun, pk=pk)
-        try:
-            services.eval_run_resume(run=run)
-        except services.EvalError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return _run(pk)
+@extend_schema_view(post=extend_schema(operation_id="eval_run_cancel", tags=["evals"], request=None, responses=_RESPONSES))
+class EvalRunCancelApi(_RunActionApi):
+    apply = staticmethod(services.eval_run_stop)
 
 
-def _run(pk: int) -> Response:
-    return Response(RunOutputSerializer(EvalRun.objects.select_related("eval_set").get(pk=pk)).data)
+@extend_schema_view(post=extend_schema(operation_id="eval_run_resume", tags=["evals"], request=None, responses=_RESPONSES))
+class EvalRunResumeApi(_RunActionApi):
+    apply = staticmethod(services.eval_run_resume)
