@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import SyncToAsync, sync_to_async
+from channels.layers import channel_layers
 from django.db import connections
 from django.test.utils import override_settings
 
@@ -217,3 +218,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail("A non-browser test was scheduled after this process started Playwright, whose event loop "
                     "breaks async code: run browser tests last (with xdist: --dist load or loadgroup, "
                     "not worksteal).", pytrace=False)
+
+
+@pytest.fixture
+def fresh_channel_layer():
+    """A channel layer of the test's own, dropped after it (for tests that talk to consumers
+    directly): the Redis layer's receive lock is bound to the event loop that first waited on
+    it, and each async test has a loop of its own."""
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()

@@ -13,7 +13,7 @@ from eval_app.routing import websocket_urlpatterns
 from .conftest import AGENT, DEMO_FILE
 
 # The consumer reads the database from another thread, on its own connection: it sees only commits.
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("async_db_threads")]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("async_db_threads", "fresh_channel_layer")]
 
 
 @sync_to_async
