@@ -131,6 +131,10 @@ def _part_without_payload(part: types.Part, kind: str) -> dict[str, Any]:
         data["inline_data"].pop("data", None)
     elif kind == ArtifactVersion.KIND_TEXT:
         data.pop("text", None)
+    try:
+        limits.dumps(data, "artifact")  # the part's other fields are stored as JSON: storable on every database
+    except limits.InputError as exc:
+        raise InputValidationError(str(exc)) from exc
     return data
 
 

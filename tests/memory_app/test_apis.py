@@ -118,3 +118,11 @@ def test_patch_memory_adds_a_stored_session(client):
     assert again.status_code == 200 and MemoryEvent.objects.count() == 1
     assert client.patch(url, data=json.dumps({"session_id": "nope"}), content_type="application/json").status_code == 404
     assert client.patch(url, data=json.dumps({}), content_type="application/json").status_code == 400
+
+
+def test_a_nul_in_the_stored_part_is_a_400_naming_it_and_nothing_is_written(client):
+    # PostgreSQL's jsonb cannot hold U+0000 (schemathesis found this as a 500).
+    body = {"filename": "f.bin", "artifact": {"fileData": {"fileUri": "gs://b/\u0000x", "mimeType": "text/plain"}}}
+    response = post(client, body)
+    assert response.status_code == 400 and "artifact" in response.json()["detail"]
+    assert not Artifact.objects.exists()
