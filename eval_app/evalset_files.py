@@ -322,11 +322,6 @@ def stored_eval_metrics(criteria: dict[str, Any], *, judge_model: str = "") -> l
     return criteria_metrics(criteria or metrics.default_criteria(), filename="stored criteria", judge_model=judge_model)
 
 
-def criteria_of(eval_metrics: list[EvalMetric]) -> dict[str, Any]:
-    """EvalMetrics back to test_config.json's criteria (how a set's criteria are stored)."""
-    return metrics.criteria_of(eval_metrics)
-
-
 # ---- writing ----------------------------------------------------------------
 
 
@@ -352,7 +347,7 @@ def dump_eval_set_yaml(eval_set: AdkEvalSet) -> str:
 
 def dump_test_config(eval_metrics: list[EvalMetric], *, user_simulator_config: dict[str, Any] | None = None) -> str:
     """A test_config.json ADK reads back (`get_evaluation_criteria_or_default`)."""
-    config: dict[str, Any] = {"criteria": criteria_of(eval_metrics)}
+    config: dict[str, Any] = {"criteria": metrics.criteria_of(eval_metrics)}
     if user_simulator_config:
         config["user_simulator_config"] = user_simulator_config
     return json.dumps(config, indent=2) + "\n"

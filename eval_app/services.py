@@ -17,8 +17,8 @@ from sessions_app.models import Session
 from sessions_app.sandbox import real_app_name
 
 from . import progress, tasks, work
-from .evalset_files import ParsedEvalSet, case_json, criteria_of
-from .metrics import criteria_of as criteria_of_metrics
+from .evalset_files import ParsedEvalSet, case_json
+from .metrics import criteria_of
 from .models import EvalCase, EvalRun, EvalSet
 from .selectors import eval_case_from_session, eval_case_ids
 
@@ -176,7 +176,7 @@ def eval_run_create(
     )
     item_pks = work.items_create(run)
     if save_criteria:
-        EvalSet.objects.filter(pk=eval_set.pk).update(criteria=criteria_of_metrics(metrics))
+        EvalSet.objects.filter(pk=eval_set.pk).update(criteria=criteria_of(metrics))
     if start:
         # Robust: a failed hand-over leaves the items queued, and the reaper hands them over.
         transaction.on_commit(lambda: tasks.start(run.pk, item_pks), robust=True)
