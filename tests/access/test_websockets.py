@@ -22,7 +22,7 @@ def _connect(path: str, cookie: bytes | None) -> tuple[bool, int | None]:
 
     async def connect() -> tuple[bool, int | None]:
         comm = WebsocketCommunicator(application, path, headers=headers)
-        connected, code = await comm.connect()
+        connected, code = await comm.connect(timeout=10)
         if connected:
             await comm.disconnect()
         return connected, code

@@ -26,7 +26,7 @@ def queued_run(eval_ids):
 
 async def connect(run_pk: int) -> WebsocketCommunicator:
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/evals/runs/{run_pk}/")
-    connected, _ = await comm.connect()
+    connected, _ = await comm.connect(timeout=10)
     assert connected
     return comm
 
@@ -90,10 +90,10 @@ async def test_each_change_is_rendered_once_whatever_the_number_of_viewers(monke
 
 async def test_it_refuses_an_unknown_run_and_anonymous_users_when_login_is_required(settings):
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/evals/runs/999/")
-    connected, code = await comm.connect()
+    connected, code = await comm.connect(timeout=10)
     assert not connected and code == 4404
     run = await queued_run(["greeting"])
     settings.ADKUI_LOCAL_DEV = False
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/evals/runs/{run.pk}/")
-    connected, code = await comm.connect()
+    connected, code = await comm.connect(timeout=10)
     assert not connected and code == 4401

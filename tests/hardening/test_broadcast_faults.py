@@ -59,7 +59,7 @@ async def _catch_up_then_live(pk: int, after: int, post: Callable[[int], int]) -
     """A viewer that has seen events up to `after` reconnects, then one more event is posted."""
     comm = WebsocketCommunicator(application, f"/ws/sessions/{pk}/events/?after={after}",
                                  headers=[(b"origin", b"http://localhost")])
-    connected, code = await comm.connect()
+    connected, code = await comm.connect(timeout=10)
     assert connected, code
     frames = [await comm.receive_from(timeout=10) for _ in range(UP + DOWN - after)]
     assert await sync_to_async(post)(UP + DOWN + 1) == 201

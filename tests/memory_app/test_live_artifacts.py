@@ -14,7 +14,7 @@ APP = "live_artifacts_app"
 
 async def connect(pk: int) -> WebsocketCommunicator:
     comm = WebsocketCommunicator(application, f"/ws/sessions/{pk}/events/", headers=[(b"origin", b"http://localhost")])
-    connected, code = await comm.connect()
+    connected, code = await comm.connect(timeout=10)
     assert connected, code
     return comm
 

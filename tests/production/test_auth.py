@@ -76,7 +76,7 @@ def test_api_needs_a_token_or_session(client, production, ann, adk_session):
 async def test_websockets_need_a_logged_in_user(production, adk_session):
     comm = WebsocketCommunicator(application, f"/ws/sessions/{adk_session.pk}/events/",
                                  headers=[(b"origin", b"http://localhost")])
-    connected, code = await comm.connect()
+    connected, code = await comm.connect(timeout=10)
     assert not connected and code == 4401
 
 
@@ -90,7 +90,7 @@ def test_websockets_accept_a_logged_in_session(client, production, ann, adk_sess
     async def connect() -> bool:
         comm = WebsocketCommunicator(application, f"/ws/sessions/{adk_session.pk}/events/",
                                      headers=[(b"origin", b"http://localhost"), (b"cookie", cookie)])
-        connected, _ = await comm.connect()
+        connected, _ = await comm.connect(timeout=10)
         await comm.disconnect()
         return connected
 
@@ -100,7 +100,7 @@ def test_websockets_accept_a_logged_in_session(client, production, ann, adk_sess
 async def test_websockets_from_other_origins_are_refused(adk_session):
     comm = WebsocketCommunicator(application, f"/ws/sessions/{adk_session.pk}/events/",
                                  headers=[(b"origin", b"http://evil.example")])
-    connected, _ = await comm.connect()
+    connected, _ = await comm.connect(timeout=10)
     assert not connected
 
 

@@ -8,6 +8,6 @@ from adkui.asgi import application
 
 async def connect(path: str) -> WebsocketCommunicator:
     comm = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://localhost")])
-    connected, code = await comm.connect()
+    connected, code = await comm.connect(timeout=10)
     assert connected, code
     return comm
