@@ -27,6 +27,27 @@ def _query(scope: dict[str, Any]) -> dict[str, str]:
 
 
 class _PushConsumer(AsyncWebsocketConsumer):
+    group: str | None = None  # set once the socket has joined it
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Channels calls disconnect() for a close it receives. A push to a
+            # socket that closed meanwhile ends the consumer instead (the
+            # server raises ClientDisconnected), and a member left behind
+            # would count as a viewer for ever: its session's orphaned chat
+            # runs would never stop.
+            await self._leave()
+
+    async def disconnect(self, code: int) -> None:
+        await self._leave()
+
+    async def _leave(self) -> None:
+        if self.group is not None:
+            group, self.group = self.group, None
+            await self.channel_layer.group_discard(group, self.channel_name)
+
     async def allowed(self) -> bool:
         """Closes the socket for an anonymous user (4401) or one without a role (4403) when login is required."""
         code = await websocket_refusal(self.scope)
@@ -62,10 +83,6 @@ class SessionEventsConsumer(_PushConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await self._catch_up()
-
-    async def disconnect(self, code: int) -> None:
-        if getattr(self, "group", None):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def _catch_up(self) -> None:
         catch_up = await database_sync_to_async(broadcast.catch_up)(self.session, self.last_seq, self.filters)
@@ -123,10 +140,6 @@ class AppSessionsConsumer(_PushConsumer):
         self.group = broadcast.app_group(pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-
-    async def disconnect(self, code: int) -> None:
-        if getattr(self, "group", None):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def session_created(self, message: dict[str, Any]) -> None:
         await self.send(text_data=message["html"])

@@ -1,12 +1,19 @@
 """The session event stream over a real websocket consumer."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from google.adk.events.event import Event
 from google.genai import types
+from uvicorn.protocols.utils import ClientDisconnected
 
 from adkui.asgi import application
+from sessions_app import broadcast
+from sessions_app.consumers import SessionEventsConsumer
+from tests.conftest import async_wait_until
 
 from .websockets import connect
 
@@ -20,7 +27,7 @@ def text_event(text: str, **kwargs) -> Event:
 
 async def test_a_missing_session_is_closed_with_4404():
     comm = WebsocketCommunicator(application, "/ws/sessions/987654/events/", headers=[(b"origin", b"http://localhost")])
-    connected, code = await comm.connect()
+    connected, code = await comm.connect(timeout=10)
     assert not connected and code == 4404
 
 
@@ -87,3 +94,35 @@ async def test_new_sessions_appear_in_the_app_stream(service, adk_session):
     html = await comm.receive_from(timeout=5)
     assert "afterbegin:#session-rows" in html and "brand-new" in html
     await comm.disconnect()
+
+
+@pytest.fixture
+def own_layer(settings):
+    # The in-process layer, of this test's own: on a Redis shared by the xdist
+    # workers, this session's group name is another worker's session's too.
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
+async def test_a_viewer_whose_socket_closed_under_a_push_stops_counting_as_a_viewer(own_layer, service, adk_session):
+    """The server raises ClientDisconnected for a push to a socket that closed
+    meanwhile, and channels then never calls disconnect(): the consumer must
+    leave its group anyway, or orphaned chat runs of the session never stop."""
+    session, pk = adk_session
+    inbox: asyncio.Queue = asyncio.Queue()
+    await inbox.put({"type": "websocket.connect"})
+
+    async def send(message: dict) -> None:
+        if message["type"] == "websocket.send":
+            raise ClientDisconnected()  # what uvicorn raises
+
+    scope = {"type": "websocket", "path": f"/ws/sessions/{pk}/events/", "query_string": b"",
+             "headers": [(b"origin", b"http://localhost")], "url_route": {"args": (), "kwargs": {"pk": pk}}}
+    viewer = asyncio.create_task(SessionEventsConsumer.as_asgi()(scope, inbox.get, send))
+    await async_wait_until(lambda: broadcast.watched(pk), message="the viewer never joined")
+    await service.append_event(session, text_event("pushed to a closed socket"))
+    with pytest.raises(ClientDisconnected):
+        await asyncio.wait_for(viewer, timeout=10)
+    assert not await broadcast.watched(pk)
