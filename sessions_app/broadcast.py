@@ -35,7 +35,7 @@ def app_group(app_pk: int) -> str:
     return f"app.{app_pk}"
 
 
-def _has_listeners(layer: Any, group: str) -> bool:
+def _has_local_listeners(layer: Any, group: str) -> bool:
     # The in-process layer knows its groups: with no viewer of this session
     # in this process, sending (and rendering) would be wasted work.
     if isinstance(layer, InMemoryChannelLayer):
@@ -55,7 +55,7 @@ def send(group: str, message: dict[str, Any]) -> None:
     ending), where a raised error would break the run that is being shown.
     """
     layer = get_channel_layer()
-    if layer is None or not _has_listeners(layer, group):
+    if layer is None or not _has_local_listeners(layer, group):
         return
     try:
         async_to_sync(layer.group_send)(group, message)
@@ -65,8 +65,17 @@ def send(group: str, message: dict[str, Any]) -> None:
 
 
 def listened(group: str) -> bool:
+    """Whether `group` has a member anywhere (see `_has_members`): render only then.
+
+    An append nobody watches (an API ingest, an agent run in a closed tab) then
+    costs no rendering and no message; the Redis layer is asked in one round trip.
+    """
     layer = get_channel_layer()
-    return layer is not None and _has_listeners(layer, group)
+    if layer is None:
+        return False
+    if isinstance(layer, InMemoryChannelLayer):  # no need to leave this thread
+        return bool(layer.groups.get(group))
+    return async_to_sync(_has_members)(layer, group)
 
 
 def render_rows(session: Session, views: list[Any]) -> str:
@@ -164,18 +173,25 @@ async def watched(session_pk: int) -> bool:
     A viewer is a member of the session's group: `SessionEventsConsumer` joins
     it when the page's websocket connects and leaves it when the socket closes
     (the tab closed, the page left), so the group is the viewer count, kept by
-    the consumer's own join and leave. The in-process layer holds its groups
-    in this process, where without Redis every socket and every run live.
-    channels_redis holds each group in Redis (a sorted set of its members), so
-    a run on one worker sees viewers connected to any other.
+    the consumer's own join and leave.
+    """
+    return await _has_members(get_channel_layer(), session_group(session_pk))
+
+
+async def _has_members(layer: Any, group: str) -> bool:
+    """Whether `group` has a member on any worker.
+
+    The in-process layer holds its groups in this process, where without
+    Redis every socket and every run live. channels_redis holds each group in
+    Redis (a sorted set of its members), so a worker sees viewers connected
+    to any other.
 
     Limits: a worker that dies without closing its sockets leaves its members
     in Redis until channels_redis's `group_expiry` (a day by default), so a run
-    is then stopped late, never while someone watches. An unknown layer, or a
-    Redis that does not answer, counts as watched for the same reason.
+    is then stopped late, and rows are rendered for nobody meanwhile, never
+    missed. An unknown layer, or a Redis that does not answer, counts as
+    watched for the same reason.
     """
-    layer = get_channel_layer()
-    group = session_group(session_pk)
     if isinstance(layer, InMemoryChannelLayer):
         return bool(layer.groups.get(group))
     if not isinstance(layer, RedisChannelLayer):
@@ -185,7 +201,7 @@ async def watched(session_pk: int) -> bool:
         # The group's key and scores are channels_redis's own: the members
         # added within group_expiry, the ones its group_send still counts.
         members = await connection.zcount(layer._group_key(group), int(time.time()) - layer.group_expiry, "+inf")
-    except Exception:  # Redis down: never stop a run for want of an answer
-        logger.warning("Could not count the viewers of session %s; assuming some.", session_pk, exc_info=True)
+    except Exception:  # Redis down: never skip a viewer (or stop a run) for want of an answer
+        logger.warning("Could not count the members of %s; assuming some.", group, exc_info=True)
         return True
     return members > 0
