@@ -60,7 +60,7 @@ from pydantic import ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from sessions_app.runtime import make_runner
-from sessions_app.sandbox import is_sandbox, sandbox_app_name
+from sessions_app.sandbox import eval_label, is_sandbox, sandbox_app_name
 
 from . import judges, metrics, state_metric
 from .models import EvalCaseResult, EvalRun
@@ -120,13 +120,14 @@ def infrastructure_error(exc: BaseException | None) -> BaseException | None:
 async def evaluate_case(run: EvalRun, item: WorkItem) -> CaseOutcome:
     """Run and score one case (one repeat) of `run`; raises InfrastructureFault."""
     started = perf_counter()
-    sandbox = sandbox_app_name(run.app_name, f"eval-{run.pk}-{item.position}-{item.repeat}")
+    label = eval_label(run.pk, item.position, item.repeat)
+    sandbox = sandbox_app_name(run.app_name, label)
     outcome = CaseOutcome(
         case_pk=item.case_pk, eval_id=item.eval_id, repeat=item.repeat, position=item.position,
         status=EvalCaseResult.ERROR, case_data=item.data, app_name=sandbox,
     )
     try:
-        case = case_to_run(item, sandbox=sandbox, session_id=f"eval-{run.pk}-{item.position}-{item.repeat}")
+        case = case_to_run(item, sandbox=sandbox, session_id=label)
         outcome.user_id, outcome.session_id = case.session_input.user_id, case.session_input.session_id
         await _CaseRun(run, case, outcome).execute()
     except InfrastructureFault:

@@ -759,10 +759,7 @@ class _LlmAsJudgeRecorder(_Recorder):
 
     def _adkui_parse(self, ticket, response, raw):
         score = self.convert_auto_rater_response_to_score(response).score
-        label = {1.0: "valid", 0.0: "invalid"}.get(score)
-        verdict = {"rubric_id": None, "property": "is_the_agent_response_valid", "verdict": label,
-                   "rationale": _json_string_field(raw, "reasoning")}
-        return [verdict], [], score
+        return [_valid_or_not("is_the_agent_response_valid", score, raw)], [], score
 
 
 class _RubricRecorder(_LlmAsJudgeRecorder):
@@ -821,10 +818,13 @@ class _UserSimulatorQualityRecorder(_Recorder):
 
     def _adkui_parse(self, ticket, response, raw):
         score = self._convert_llm_response_to_score(response).score
-        label = {1.0: "valid", 0.0: "invalid"}.get(score)
-        verdict = {"rubric_id": None, "property": "is_valid", "verdict": label,
-                   "rationale": _json_string_field(raw, "reasoning")}
-        return [verdict], [], score
+        return [_valid_or_not("is_valid", score, raw)], [], score
+
+
+def _valid_or_not(prop: str, score: Optional[float], raw: str) -> dict[str, Any]:
+    """A judge's one valid/invalid verdict (1.0 / 0.0; None otherwise), its "reasoning" the rationale."""
+    label = {1.0: "valid", 0.0: "invalid"}.get(score)
+    return {"rubric_id": None, "property": prop, "verdict": label, "rationale": _json_string_field(raw, "reasoning")}
 
 
 def _yes_no(score: Optional[float]) -> Optional[str]:

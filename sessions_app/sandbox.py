@@ -10,7 +10,11 @@ sandboxes out unless asked for them.
 """
 from __future__ import annotations
 
+import re
+
 SEPARATOR = "@"
+# An eval run names each case's sandbox `eval-<run pk>-<position>-<repeat>`.
+EVAL_LABEL = re.compile(r"^eval-(\d{1,18})(?:-\d{1,9}-\d{1,9})?$")
 
 
 def sandbox_app_name(app_name: str, label: str) -> str:
@@ -34,3 +38,14 @@ def real_app_name(app_name: str) -> str:
 def sandbox_label(app_name: str) -> str:
     """`trip_planner@eval-12` -> `eval-12`; "" for a real app."""
     return app_name.partition(SEPARATOR)[2]
+
+
+def eval_label(run_pk: int, position: int, repeat: int) -> str:
+    """The sandbox label of one case (and repeat) of an eval run: `eval-12-0-1`."""
+    return f"eval-{run_pk}-{position}-{repeat}"
+
+
+def eval_run_pk(app_name: str) -> int | None:
+    """The eval run whose sandbox `app_name` is (`trip_planner@eval-12-0-1` -> 12); None otherwise."""
+    match = EVAL_LABEL.match(sandbox_label(app_name))
+    return int(match.group(1)) if match else None
