@@ -98,8 +98,10 @@ def test_a_db_worker_process_runs_a_run_case_by_case(demo_set, database_tasks, w
     items = list(run.work_items.all())
     assert {i.state for i in items} == {"done"} and {i.attempts for i in items} == {1}
     assert {i.worker.split(":")[1] for i in items} == {str(worker.pid)}
+    # The worker marks a task successful after its function returned, so after the run finished.
     tasks_run = DBTaskResult.objects.filter(id__in=[i.task_id for i in items])
-    assert set(tasks_run.values_list("status", flat=True)) == {TaskResultStatus.SUCCESSFUL}
+    wait_until(lambda: set(tasks_run.values_list("status", flat=True)) == {TaskResultStatus.SUCCESSFUL},
+               timeout=30, interval=0.1, message="the worker did not mark its tasks successful")
 
 
 def test_a_killed_workers_case_is_run_by_another_worker_once(demo_set, database_tasks, workers):
