@@ -154,6 +154,9 @@ REDIS_URL = os.environ.get("REDIS_URL")
 
 def redis_channel_layer(url: str) -> dict:
     """The channel layer on the Redis at `url` (tests call it for a Redis of their own)."""
+    # Its keys start with ADKUI_CHANNEL_PREFIX: deployments (or test processes)
+    # sharing one Redis database keep their groups apart with their own.
+    prefix = os.environ.get("ADKUI_CHANNEL_PREFIX") or "asgi"
     # Each websocket consumer waits for its next message with a blocking
     # BZPOPMIN of up to 5 s (channels_redis's RedisChannelLayer.brpop_timeout),
     # and redis-py reads time out after 5 s unless told otherwise: the read
@@ -169,7 +172,7 @@ def redis_channel_layer(url: str) -> dict:
     # when it hands it out, and the blocking read itself returns every 5 s.
     host = {"address": url, "socket_timeout": 10, "socket_connect_timeout": 3, "socket_keepalive": True}
     return {"BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [host], "capacity": 1500, "expiry": 30}}
+            "CONFIG": {"hosts": [host], "capacity": 1500, "expiry": 30, "prefix": prefix}}
 
 
 if REDIS_URL:

@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from asgiref.sync import SyncToAsync, sync_to_async
 from channels.layers import channel_layers
+from django.conf import settings
 from django.db import connections
 from django.test.utils import override_settings
 
 from adkui.adk import DjangoSessionService
+from adkui.settings import redis_channel_layer
 
 CHROMIUM = os.environ.get("ADKUI_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
@@ -77,7 +79,6 @@ def django_db_modify_db_settings(
     """A SQLite test database file of this run's own (each xdist worker has its
     own temp dir), so parallel runs never share one. A file, not :memory:, so
     the test server, worker threads and child processes all see it."""
-    from django.conf import settings
 
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3":
@@ -197,6 +198,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # xdist workers share REDIS_URL but not their databases: session pks (and
+    # so group names) repeat across workers, and a viewer in one would get
+    # another's pushes. Each worker, and the servers and workers it starts,
+    # gets a channel prefix of its own.
+    prefix = f"adkui-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    os.environ["ADKUI_CHANNEL_PREFIX"] = prefix
+    if settings.REDIS_URL:
+        settings.CHANNEL_LAYERS = {"default": redis_channel_layer(settings.REDIS_URL)}
     # Eval cases are django-tasks: in tests they run where they are enqueued
     # (on commit of the run's creation), unless ADKUI_TASKS_BACKEND names a
     # backend. tests/eval_app/test_crash.py runs real `db_worker` processes.

@@ -72,3 +72,26 @@ def test_an_append_a_viewer_watches_reaches_it(layer, service, rendered):
     async_to_sync(layer.group_discard)(session_group(pk), channel)
     service.append_event_sync(adk, said("left"))
     assert rendered == [pk]
+
+
+@pytest.mark.skipif(not django_settings.REDIS_URL, reason="needs REDIS_URL")
+def test_deployments_sharing_one_redis_keep_their_groups_apart(settings, monkeypatch, service, rendered):
+    """ADKUI_CHANNEL_PREFIX: a viewer of another deployment's session with the same pk is not ours."""
+    configs = {}
+    for name in ("default", "other"):
+        monkeypatch.setenv("ADKUI_CHANNEL_PREFIX", f"adkui-test-{name}-{uuid.uuid4().hex}")
+        configs[name] = redis_channel_layer(settings.REDIS_URL)
+    settings.CHANNEL_LAYERS = configs
+    channel_layers.backends.clear()
+    try:
+        adk = service.create_session_sync(app_name=APP, user_id="u", session_id="s")
+        pk = Session.objects.get(session_id="s").pk
+        other = get_channel_layer("other")
+        channel = async_to_sync(other.new_channel)()
+        async_to_sync(other.group_add)(session_group(pk), channel)
+        service.append_event_sync(adk, said("ours"))
+        assert rendered == []
+        assert get_channel_layer().prefix == configs["default"]["CONFIG"]["prefix"] != other.prefix
+        async_to_sync(other.group_discard)(session_group(pk), channel)
+    finally:
+        channel_layers.backends.clear()
