@@ -4,26 +4,21 @@ from __future__ import annotations
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 
-from access.auth import websocket_refusal
+from sessions_app.consumers import PushConsumer
 
 from . import broadcast
 
 CLOSE_NOT_FOUND = 4404  # as sessions_app's consumers
 
 
-class EvalRunConsumer(AsyncWebsocketConsumer):
+class EvalRunConsumer(PushConsumer):
     """Joins the run's group, then sends a snapshot, so nothing finished while the
     page loaded is missed; rows already in the snapshot are not sent again.
     What it sends is rendered by `broadcast`; this only forwards it."""
 
-    group = ""
-
     async def connect(self) -> None:
-        refusal = await websocket_refusal(self.scope)  # 4401 not logged in, 4403 no role
-        if refusal is not None:
-            await self.close(code=refusal)
+        if not await self.allowed():
             return
         run_pk = int(self.scope["url_route"]["kwargs"]["pk"])
         # Joined before the snapshot is read: a case finishing in between is then
@@ -32,19 +27,13 @@ class EvalRunConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         snapshot = await database_sync_to_async(broadcast.snapshot)(run_pk)
         if snapshot is None:
-            # Left at once: a member of the group would make it look watched.
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-            self.group = ""
+            await self.leave()  # at once: a member of the group would make it look watched
             await self.close(code=CLOSE_NOT_FOUND)
             return
         frames, self.sent = snapshot
         await self.accept()
         for html in frames:
             await self.send(text_data=html)
-
-    async def disconnect(self, code: int) -> None:
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def case_finished(self, message: dict[str, Any]) -> None:
         if message["result"] in self.sent:

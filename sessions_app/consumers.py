@@ -26,7 +26,10 @@ def _query(scope: dict[str, Any]) -> dict[str, str]:
     return {k: v[-1] for k, v in parsed.items()}
 
 
-class _PushConsumer(AsyncWebsocketConsumer):
+class PushConsumer(AsyncWebsocketConsumer):
+    """A page's socket that joins one group and forwards its pushes (the eval
+    run page's consumer is one too): it leaves the group however it ends."""
+
     group: str | None = None  # set once the socket has joined it
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -38,12 +41,12 @@ class _PushConsumer(AsyncWebsocketConsumer):
             # server raises ClientDisconnected), and a member left behind
             # would count as a viewer for ever: its session's orphaned chat
             # runs would never stop.
-            await self._leave()
+            await self.leave()
 
     async def disconnect(self, code: int) -> None:
-        await self._leave()
+        await self.leave()
 
-    async def _leave(self) -> None:
+    async def leave(self) -> None:
         if self.group is not None:
             group, self.group = self.group, None
             await self.channel_layer.group_discard(group, self.channel_name)
@@ -67,7 +70,7 @@ class _PushConsumer(AsyncWebsocketConsumer):
         await handler(message)
 
 
-class SessionEventsConsumer(_PushConsumer):
+class SessionEventsConsumer(PushConsumer):
     async def connect(self) -> None:
         if not await self.allowed():
             return
@@ -127,7 +130,7 @@ class SessionEventsConsumer(_PushConsumer):
         await self.close()
 
 
-class AppSessionsConsumer(_PushConsumer):
+class AppSessionsConsumer(PushConsumer):
     """New sessions of one app, for the session browser."""
 
     async def connect(self) -> None:

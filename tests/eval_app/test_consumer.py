@@ -1,14 +1,20 @@
 """The run page's websocket: a snapshot on connect, then progress and each finished case as OOB HTML."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
+from uvicorn.protocols.utils import ClientDisconnected
 
 from eval_app import broadcast, metrics, services
+from eval_app.consumers import EvalRunConsumer
 from eval_app.evalset_files import parse_eval_set_file
 from eval_app.routing import websocket_urlpatterns
+
+from sessions_app.broadcast import listened
 
 from .conftest import AGENT, DEMO_FILE
 
@@ -97,3 +103,25 @@ async def test_it_refuses_an_unknown_run_and_anonymous_users_when_login_is_requi
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/evals/runs/{run.pk}/")
     connected, code = await comm.connect(timeout=10)
     assert not connected and code == 4401
+
+
+async def test_a_viewer_whose_socket_closed_under_a_push_leaves_the_runs_group():
+    """The server raises ClientDisconnected for a send to a socket that closed
+    meanwhile, and channels then never calls disconnect(): the consumer leaves
+    the run's group anyway, so the run's pushes stop being rendered for it."""
+    run = await queued_run(["greeting"])
+    inbox: asyncio.Queue = asyncio.Queue()
+    await inbox.put({"type": "websocket.connect"})
+    sent: list[str] = []
+
+    async def send(message: dict) -> None:
+        if message["type"] == "websocket.send":
+            sent.append(message["text"])
+            raise ClientDisconnected()  # what uvicorn raises
+
+    scope = {"type": "websocket", "path": f"/ws/evals/runs/{run.pk}/", "query_string": b"", "headers": [],
+             "url_route": {"args": (), "kwargs": {"pk": run.pk}}}
+    with pytest.raises(ClientDisconnected):
+        await asyncio.wait_for(EvalRunConsumer.as_asgi()(scope, inbox.get, send), timeout=10)
+    assert sent  # it had joined, and was sending the snapshot
+    assert not await sync_to_async(listened)(broadcast.run_group(run.pk))
