@@ -204,7 +204,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": ["access.parsers.LimitedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
+        "access.authentication.SameOriginSessionAuthentication",
         "access.throttles.ThrottledTokenAuthentication",
     ],
     # Roles (access/roles.py): GET needs view, POST/PUT/PATCH edit, DELETE delete.

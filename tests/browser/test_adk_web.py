@@ -3,10 +3,15 @@ chat, read an event's request, the trace, and make, run and read an eval set, as
 developer would; what it did is in adkui's own tables."""
 from __future__ import annotations
 
+import importlib
 import re
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
+from django.contrib.auth.models import Group, User
+from django.db import DEFAULT_DB_ALIAS
 from playwright.sync_api import expect
 
 from eval_app.models import EvalCase, EvalRun
@@ -83,3 +88,25 @@ def test_adk_web_chats_traces_and_evaluates_on_our_api(page: Any, live_server: A
     assert [v for v in violations if not ZOD_PROBE.match(v)] == []
     assert page.js_errors == []
     close_worker_connections()
+
+
+def test_adk_web_chats_for_a_logged_in_editor(page: Any, live_server: Any, settings: Any) -> None:
+    """With logins on, adk-web's calls carry the login's cookie: its POSTs pass the CSRF check."""
+    settings.ADKUI_LOCAL_DEV = False
+    migration = importlib.import_module("access.migrations.0002_roles")  # the groups, after earlier tests' flushes
+    migration.create_roles(django_apps, SimpleNamespace(connection=SimpleNamespace(alias=DEFAULT_DB_ALIAS)))
+    User.objects.create_user("eddie", password="correct horse battery staple").groups.add(
+        Group.objects.get(name="editor"))
+    page.goto(live_server.url + "/dev-ui/")
+    page.wait_for_url(re.compile(r"/accounts/login/"))
+    page.fill("input[name=username]", "eddie")
+    page.fill("input[name=password]", "correct horse battery staple")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/dev-ui/"))
+    page.get_by_role("button", name="Select an app").click()
+    page.get_by_text("trip_planner", exact=True).click()
+    page.get_by_placeholder("Type a message...").fill("Please plan a trip to Kyoto")
+    page.keyboard.press("Enter")
+    expect(page.get_by_text("Done! Your trip is planned.")).to_be_visible(timeout=20_000)
+    close_worker_connections()
+    assert ModelCall.objects.filter(app_name="trip_planner").exists()
