@@ -5,11 +5,9 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from sessions_app.consumers import PushConsumer
+from sessions_app.consumers import CLOSE_NOT_FOUND, PushConsumer
 
 from . import broadcast
-
-CLOSE_NOT_FOUND = 4404  # as sessions_app's consumers
 
 
 class EvalRunConsumer(PushConsumer):

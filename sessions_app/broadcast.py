@@ -74,7 +74,7 @@ def listened(group: str) -> bool:
     if layer is None:
         return False
     if isinstance(layer, InMemoryChannelLayer):  # no need to leave this thread
-        return bool(layer.groups.get(group))
+        return _has_local_listeners(layer, group)
     return async_to_sync(_has_members)(layer, group)
 
 
@@ -193,7 +193,7 @@ async def _has_members(layer: Any, group: str) -> bool:
     watched for the same reason.
     """
     if isinstance(layer, InMemoryChannelLayer):
-        return bool(layer.groups.get(group))
+        return _has_local_listeners(layer, group)
     if not isinstance(layer, RedisChannelLayer):
         return True
     try:
