@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import inspect
 import os
 import shutil
@@ -9,13 +10,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from asgiref.sync import SyncToAsync, sync_to_async
 from channels.layers import channel_layers
+from django.apps import apps as django_apps
 from django.conf import settings
-from django.db import connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.test.utils import override_settings
 
 from adkui.adk import DjangoSessionService
@@ -83,6 +86,14 @@ def django_db_modify_db_settings(
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3":
         database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.getbasetemp() / "adkui-test.sqlite3")
+
+
+@pytest.fixture
+def roles(db: None) -> None:
+    """The groups as migration 0002 makes them: a transactional test's flush
+    empties every table, and this puts them back (the migration's own code)."""
+    migration = importlib.import_module("access.migrations.0002_roles")
+    migration.create_roles(django_apps, SimpleNamespace(connection=SimpleNamespace(alias=DEFAULT_DB_ALIAS)))
 
 
 @pytest.fixture

@@ -1,17 +1,14 @@
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from django.apps import apps as django_apps
 from django.contrib.auth.models import Group, User
 from django.core.cache import cache
-from django.db import DEFAULT_DB_ALIAS
 from django.test import Client
 from google.adk.events.event import Event
 from google.genai import types
@@ -48,14 +45,6 @@ def _fresh_throttles() -> Iterator[None]:
 def production(settings: Any) -> Any:
     settings.ADKUI_LOCAL_DEV = False
     return settings
-
-
-@pytest.fixture
-def roles(db: None) -> None:
-    """The groups as migration 0002 makes them: a transactional test's flush
-    empties every table, and this puts them back (the migration's own code)."""
-    migration = importlib.import_module("access.migrations.0002_roles")
-    migration.create_roles(django_apps, SimpleNamespace(connection=SimpleNamespace(alias=DEFAULT_DB_ALIAS)))
 
 
 @pytest.fixture

@@ -3,15 +3,11 @@ chat, read an event's request, the trace, and make, run and read an eval set, as
 developer would; what it did is in adkui's own tables."""
 from __future__ import annotations
 
-import importlib
 import re
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from django.apps import apps as django_apps
 from django.contrib.auth.models import Group, User
-from django.db import DEFAULT_DB_ALIAS
 from playwright.sync_api import expect
 
 from eval_app.models import EvalCase, EvalRun
@@ -90,11 +86,9 @@ def test_adk_web_chats_traces_and_evaluates_on_our_api(page: Any, live_server: A
     close_worker_connections()
 
 
-def test_adk_web_chats_for_a_logged_in_editor(page: Any, live_server: Any, settings: Any) -> None:
+def test_adk_web_chats_for_a_logged_in_editor(page: Any, live_server: Any, settings: Any, roles: None) -> None:
     """With logins on, adk-web's calls carry the login's cookie: its POSTs pass the CSRF check."""
     settings.ADKUI_LOCAL_DEV = False
-    migration = importlib.import_module("access.migrations.0002_roles")  # the groups, after earlier tests' flushes
-    migration.create_roles(django_apps, SimpleNamespace(connection=SimpleNamespace(alias=DEFAULT_DB_ALIAS)))
     User.objects.create_user("eddie", password="correct horse battery staple").groups.add(
         Group.objects.get(name="editor"))
     page.goto(live_server.url + "/dev-ui/")

@@ -3,17 +3,14 @@ violation and no console error (no inline script, handler, style or eval
 anywhere), htmx included, and so do the API docs and Django's admin."""
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from django.apps import apps as django_apps
 from django.contrib.auth.models import Group, User
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import connections
 from playwright.sync_api import expect
 
 from inspector_app.models import ModelCall
@@ -168,11 +165,9 @@ def test_the_admin_works_with_no_violation(watched, live_server):
     assert problems == []
 
 
-def test_a_viewer_logs_in_watches_live_and_is_told_a_change_is_not_allowed(watched, live_server, demo, settings):
+def test_a_viewer_logs_in_watches_live_and_is_told_a_change_is_not_allowed(watched, live_server, demo, settings, roles):
     page, problems = watched
     settings.ADKUI_LOCAL_DEV = False
-    migration = importlib.import_module("access.migrations.0002_roles")  # the groups, after earlier tests' flushes
-    migration.create_roles(django_apps, SimpleNamespace(connection=SimpleNamespace(alias=DEFAULT_DB_ALIAS)))
     User.objects.create_user("vera", password="correct horse battery staple").groups.add(Group.objects.get(name="viewer"))
 
     page.goto(f"{live_server.url}/sessions/{demo}/")
