@@ -4,6 +4,7 @@ import gc
 import os
 
 from django.core.asgi import get_asgi_application
+from django.urls import get_resolver
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
 django_asgi_app = get_asgi_application()
@@ -23,6 +24,12 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# Django imports the URLconf, and with it every view and API module (ADK's
+# graph builder and CLI helpers among them, about a second), when the first
+# request arrives: that request waited, and the objects it imported escaped
+# the freeze below. Import it now.
+get_resolver().url_patterns  # noqa: B018 (a cached property: reading it imports)
 
 # Everything imported so far (Django, ADK, the apps: some 600 000 objects) lives
 # as long as the process. Out of the collector's sight, a full collection no
