@@ -297,14 +297,15 @@ def metric_problem(exc: metrics.MetricConfigError, prefix: str = "criteria") -> 
 
 def user_simulator_config_json(raw: Any) -> dict[str, Any] | None:
     """ADK's user_simulator_config (its `type` picks the class; none: ADK's llm_backed), checked by
-    ADK's EvalConfig and given back as JSON; EvalSetFileError naming the bad fields otherwise."""
+    ADK's EvalConfig and given back as JSON: its type and the fields given (ADK fills in the rest
+    when it reads it back); EvalSetFileError naming the bad fields otherwise."""
     if raw is None:
         return None
     try:
         config = EvalConfig.model_validate({"user_simulator_config": raw}).user_simulator_config
     except ValidationError as exc:
         raise EvalSetFileError("user_simulator_config", validation_problems(exc)) from exc
-    return config.model_dump(mode="json") if config is not None else None
+    return config.model_dump(mode="json", exclude_unset=True) if config is not None else None
 
 
 def default_eval_config() -> EvalConfig:
@@ -312,9 +313,14 @@ def default_eval_config() -> EvalConfig:
     return get_evaluation_criteria_or_default(None)
 
 
-def stored_eval_config(criteria: dict[str, Any]) -> EvalConfig:
-    """The EvalConfig of criteria we stored ourselves (a set's), else ADK's default."""
-    return EvalConfig.model_validate({"criteria": criteria}) if criteria else default_eval_config()
+def stored_eval_config(criteria: dict[str, Any], user_simulator_config: dict[str, Any] | None = None) -> EvalConfig:
+    """The EvalConfig of criteria and a simulator config we stored ourselves (a set's);
+    ADK's default criteria when none are stored."""
+    config = EvalConfig.model_validate({"criteria": criteria}) if criteria else default_eval_config()
+    if not user_simulator_config:
+        return config
+    simulator = EvalConfig.model_validate({"user_simulator_config": user_simulator_config}).user_simulator_config
+    return config.model_copy(update={"user_simulator_config": simulator})
 
 
 def stored_eval_metrics(criteria: dict[str, Any], *, judge_model: str = "") -> list[EvalMetric]:

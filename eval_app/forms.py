@@ -23,8 +23,9 @@ from . import judges, metrics, selectors, state_metric
 from .evalset_files import (
     EvalSetFileError,
     ParsedEvalSet,
+    parse_eval_config,
     parse_eval_set_file,
-    parse_test_config,
+    user_simulator_config_json,
     validation_problems,
 )
 from .models import EvalSet
@@ -47,7 +48,8 @@ class ImportForm(forms.Form):
     replace = forms.BooleanField(required=False, help_text="replace the cases of an eval set with the same id")
 
     parsed: ParsedEvalSet
-    metrics: Any = None  # the test_config's EvalMetrics (parse_test_config)
+    metrics: Any = None  # the test_config's EvalMetrics (parse_eval_config)
+    user_simulator_config: dict[str, Any] | None = None  # and its user_simulator_config, as JSON
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -61,7 +63,10 @@ class ImportForm(forms.Form):
     def clean_test_config(self) -> Any:
         upload = self.cleaned_data.get("test_config")
         if upload:
-            self.metrics = _parse(upload, lambda content: parse_test_config(content=content, filename=upload.name))
+            config, self.metrics = _parse(upload, lambda content: parse_eval_config(content=content,
+                                                                                     filename=upload.name))
+            if config.user_simulator_config is not None:
+                self.user_simulator_config = config.user_simulator_config.model_dump(mode="json", exclude_unset=True)
         return upload
 
 
@@ -198,6 +203,10 @@ class RunForm(forms.Form):
     judge_model = forms.CharField(required=False, max_length=255, label="Judge model",
                                   help_text="any model ADK can load (Gemini, LiteLLM names); blank: the default")
     repeats = forms.IntegerField(min_value=1, max_value=50, initial=1)
+    user_simulator_config = forms.CharField(
+        required=False, label="User simulator", widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
+        help_text="ADK's user_simulator_config (test_config.json), as JSON, for conversation-scenario cases; "
+                  "blank: ADK's LLM-backed simulator on the run's judge model")
 
     def __init__(self, *args: Any, eval_set: EvalSet, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -221,12 +230,15 @@ class RunForm(forms.Form):
             self.initial.update(self._initial_from_criteria(eval_set.criteria or metrics.default_criteria()))
             if eval_set.app_name:
                 self.initial["app_name"] = eval_set.app_name
+            if eval_set.user_simulator_config:
+                self.initial["user_simulator_config"] = json.dumps(eval_set.user_simulator_config, indent=2)
         for row in self.rows:
             row.fields = {name: self[self.key(row.name, name)] for name in ("on", *row.options)
                           if self.key(row.name, name) in self.fields}
 
     def general_fields(self) -> list[Any]:
-        return [self[name] for name in ("app_name", "scope", "eval_ids", "judge_model", "repeats")]
+        return [self[name] for name in ("app_name", "scope", "eval_ids", "judge_model", "repeats",
+                                        "user_simulator_config")]
 
     @staticmethod
     def key(metric_name: str, option: str) -> str:
@@ -256,6 +268,22 @@ class RunForm(forms.Form):
         if name:
             _check_model(name)
         return name
+
+    def clean_user_simulator_config(self) -> dict[str, Any] | None:
+        """ADK's user_simulator_config as ADK reads it (its own model checks every field), or None."""
+        text = self.cleaned_data["user_simulator_config"].strip()
+        if not text:
+            return None
+        try:
+            raw = json.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(f"Not JSON: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise forms.ValidationError("A JSON object is needed, as in test_config.json.")
+        try:
+            return user_simulator_config_json(raw)
+        except EvalSetFileError as exc:
+            raise forms.ValidationError(list(exc.problems)) from exc
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

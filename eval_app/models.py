@@ -22,6 +22,9 @@ class EvalSet(models.Model):
     creation_timestamp = models.FloatField(default=0.0)
     # ADK test_config.json `criteria`, as imported or last run; empty means ADK's defaults.
     criteria = models.JSONField(default=dict, blank=True)
+    # ADK test_config.json `user_simulator_config` (for conversation_scenario cases), as imported
+    # or last run; none means ADK's LLM-backed simulator on the run's judge model.
+    user_simulator_config = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -51,9 +51,11 @@ def eval_set_create(*, app_name: str, eval_set_id: str, name: str = "", descript
 
 @transaction.atomic
 def eval_set_import(
-    *, parsed: ParsedEvalSet, app_name: str, metrics: list[EvalMetric] | None = None, replace: bool = False
+    *, parsed: ParsedEvalSet, app_name: str, metrics: list[EvalMetric] | None = None,
+    user_simulator_config: dict[str, Any] | None = None, replace: bool = False,
 ) -> EvalSet:
-    """Store a parsed file's eval set whole, `metrics` (a test_config's) as its criteria;
+    """Store a parsed file's eval set whole; `metrics` and `user_simulator_config` (a
+    test_config's, both replaced when `metrics` come) as its criteria and simulator;
     with `replace`, its cases replace an existing set's."""
     adk_set = parsed.eval_set
     fields = {
@@ -63,6 +65,7 @@ def eval_set_import(
     }
     if metrics:
         fields["criteria"] = criteria_of(metrics)
+        fields["user_simulator_config"] = user_simulator_config
     eval_set = EvalSet.objects.select_for_update().filter(app_name=app_name, eval_set_id=adk_set.eval_set_id).first()
     if eval_set is None:
         eval_set = EvalSet.objects.create(app_name=app_name, eval_set_id=adk_set.eval_set_id, **fields)
@@ -158,8 +161,8 @@ def eval_run_create(
 ) -> EvalRun:
     """A queued run of `eval_ids` (all cases when empty), `repeats` times, with
     one work item per (case, repeat). `start` hands the items to the task
-    workers on commit; `save_criteria` makes `metrics` the set's criteria, the
-    run form's defaults next time. `metrics` are ADK EvalMetrics, checked by
+    workers on commit; `save_criteria` makes `metrics` and `user_simulator_config`
+    the set's criteria and simulator, the run form's defaults next time. `metrics` are ADK EvalMetrics, checked by
     `metrics.eval_metrics`."""
     known = eval_case_ids(eval_set)
     chosen = [i for i in known if i in set(eval_ids)] if eval_ids else known
@@ -176,7 +179,8 @@ def eval_run_create(
     )
     item_pks = work.items_create(run)
     if save_criteria:
-        EvalSet.objects.filter(pk=eval_set.pk).update(criteria=criteria_of(metrics))
+        EvalSet.objects.filter(pk=eval_set.pk).update(
+            criteria=criteria_of(metrics), user_simulator_config=user_simulator_config)
     if start:
         # Robust: a failed hand-over leaves the items queued, and the reaper hands them over.
         transaction.on_commit(lambda: tasks.start(run.pk, item_pks), robust=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
@@ -26,7 +27,7 @@ def eval_set_list(request: HttpRequest) -> HttpResponse:
         try:
             eval_set = services.eval_set_import(
                 parsed=form.parsed, app_name=form.cleaned_data["app_name"], metrics=form.metrics,
-                replace=form.cleaned_data["replace"],
+                user_simulator_config=form.user_simulator_config, replace=form.cleaned_data["replace"],
             )
         except services.EvalError as exc:
             form.add_error(None, str(exc))
@@ -75,7 +76,9 @@ def eval_set_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
     eval_set = get_object_or_404(EvalSet, pk=pk)
     if fmt == "config":
         # The set's criteria as stored (test_config.json's own form), else ADK's defaults.
-        config = {"criteria": eval_set.criteria or metrics.default_criteria()}
+        config: dict[str, Any] = {"criteria": eval_set.criteria or metrics.default_criteria()}
+        if eval_set.user_simulator_config:
+            config["user_simulator_config"] = eval_set.user_simulator_config
         body, name, kind = json.dumps(config, indent=2) + "\n", "test_config.json", "application/json"
     else:
         adk_set = selectors.adk_eval_set(eval_set)
@@ -99,6 +102,7 @@ def eval_run_create(request: HttpRequest, pk: int) -> HttpResponse:
             run = services.eval_run_create(
                 eval_set=eval_set, app_name=form.cleaned_data["app_name"], metrics=form.eval_metrics,
                 judge_model=form.cleaned_data["judge_model"], eval_ids=form.chosen_eval_ids(),
+                user_simulator_config=form.cleaned_data["user_simulator_config"],
                 repeats=form.cleaned_data["repeats"], save_criteria=True,
             )
         except services.EvalError as exc:

@@ -14,12 +14,14 @@ from eval_app import judges, metrics, services
 from eval_app.evalset_files import (
     EvalSetFileError,
     build_eval_set,
+    default_eval_config,
     dump_eval_set_json,
     dump_eval_set_yaml,
     dump_test_config,
     parse_eval_config,
     parse_eval_set_file,
     parse_test_config,
+    stored_eval_config,
     user_simulator_config_json,
 )
 from eval_app.models import EvalCase, EvalSet
@@ -230,3 +232,10 @@ def test_replacing_keeps_the_rows_of_cases_that_keep_their_id(demo_set):
     after = dict(demo_set.cases.values_list("eval_id", "pk"))
     assert after == {k: v for k, v in before.items() if k != "greeting"}
     assert demo_set.cases.get(eval_id="plan_lisbon").adk().conversation[0].final_response.parts[0].text == "Planned!"
+
+
+def test_a_stored_sets_user_simulator_config_goes_into_its_eval_config():
+    config = stored_eval_config({"response_match_score": 0.5}, {"type": "llm_backed", "max_allowed_invocations": 3})
+    assert config.user_simulator_config.max_allowed_invocations == 3
+    assert list(config.criteria) == ["response_match_score"]
+    assert stored_eval_config({}, None) == default_eval_config()

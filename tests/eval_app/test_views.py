@@ -25,7 +25,8 @@ def upload(name: str, content: bytes | str) -> SimpleUploadedFile:
 
 def test_the_list_page_imports_an_evalset_with_its_test_config(client, demo_bytes):
     config = json.dumps({"criteria": {"tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "IN_ORDER"},
-                                      "response_match_score": 0.6}})
+                                      "response_match_score": 0.6},
+                         "user_simulator_config": {"model": judges.SCRIPTED_JUDGE, "max_allowed_invocations": 2}})
     response = client.post(reverse("eval_app:eval_set_list"), {
         "file": upload(DEMO_FILE.name, demo_bytes), "test_config": upload("test_config.json", config),
         "app_name": AGENT,
@@ -34,6 +35,8 @@ def test_the_list_page_imports_an_evalset_with_its_test_config(client, demo_byte
     assert response.status_code == 302 and response.url == reverse("eval_app:eval_set_detail", args=[eval_set.pk])
     assert eval_set.cases.count() == 5
     assert eval_set.criteria["tool_trajectory_avg_score"]["match_type"] == "IN_ORDER"
+    assert eval_set.user_simulator_config == {"type": "llm_backed", "model": judges.SCRIPTED_JUDGE,
+                                              "max_allowed_invocations": 2}
     page = client.get(reverse("eval_app:eval_set_list")).content.decode()
     assert "trip_planner_demo" in page and ">5<" in page
 
@@ -135,6 +138,30 @@ def test_the_run_form_builds_adk_criteria_and_queues_the_run(client, demo_set):
     assert "ANY_ORDER · ignore args" in run_page and f"judge {judges.SCRIPTED_JUDGE} × 2" in run_page
 
 
+def test_the_run_form_keeps_adks_user_simulator_config_with_the_set(client, demo_set):
+    given = {"model": judges.SCRIPTED_JUDGE, "max_allowed_invocations": 3}
+    response = client.post(reverse("eval_app:run_create", args=[demo_set.pk]), run_form(
+        response_match_score__on="on", response_match_score__threshold="0.5", user_simulator_config=json.dumps(given)))
+    run = EvalRun.objects.get()
+    assert response.status_code == 302
+    expected = {"type": "llm_backed", **given}  # as ADK reads it: its type, and the fields given
+    assert run.user_simulator_config == expected
+    assert judges.user_simulator_provider(run.user_simulator_config, "")._user_simulator_config.max_allowed_invocations == 3
+    demo_set.refresh_from_db()
+    assert demo_set.user_simulator_config == expected
+    # The form starts from it next time, and the set's test_config.json carries it.
+    page = client.get(reverse("eval_app:eval_set_detail", args=[demo_set.pk]))
+    assert json.loads(page.context["run_form"]["user_simulator_config"].value()) == expected
+    assert '<details class="simulator" id="user-simulator" open>' in page.content.decode()
+    config = json.loads(client.get(reverse("eval_app:eval_set_export", args=[demo_set.pk, "config"])).content)
+    assert config["user_simulator_config"] == expected
+    # Left blank, the next run uses ADK's default simulator, and so does the form after it.
+    client.post(reverse("eval_app:run_create", args=[demo_set.pk]), run_form(
+        response_match_score__on="on", response_match_score__threshold="0.5", user_simulator_config=" "))
+    demo_set.refresh_from_db()
+    assert demo_set.user_simulator_config is None and EvalRun.objects.latest("pk").user_simulator_config is None
+
+
 def test_a_judge_metric_without_a_judge_model_gets_the_runs(client, demo_set):
     client.post(reverse("eval_app:run_create", args=[demo_set.pk]), run_form(
         final_response_match_v2__on="on", final_response_match_v2__threshold="0.5",
@@ -157,6 +184,13 @@ def test_a_judge_metric_without_a_judge_model_gets_the_runs(client, demo_set):
     ({"response_match_score__on": "on", "response_match_score__threshold": ""},
      "response_match_score__threshold", "A threshold is required"),
     ({"tool_trajectory_avg_score__threshold": "1"}, None, "Choose at least one metric."),
+    ({"response_match_score__on": "on", "response_match_score__threshold": "0.5", "user_simulator_config": "{model"},
+     "user_simulator_config", "Not JSON"),
+    ({"response_match_score__on": "on", "response_match_score__threshold": "0.5", "user_simulator_config": "[4]"},
+     "user_simulator_config", "A JSON object is needed"),
+    ({"response_match_score__on": "on", "response_match_score__threshold": "0.5",
+      "user_simulator_config": '{"max_allowed_invocations": "many"}'},
+     "user_simulator_config", "max_allowed_invocations"),
 ])
 def test_a_bad_run_form_names_the_field_and_creates_nothing(client, demo_set, fields, field, message):
     before = demo_set.criteria

@@ -184,7 +184,7 @@ def _config(path: str | None, stored: EvalSet | None, judge_model: str) -> tuple
             config, eval_metrics = parse_eval_config(content=content, filename=path, judge_model=judge_model)
         else:
             criteria = stored.criteria if stored else {}
-            config = stored_eval_config(criteria)
+            config = stored_eval_config(criteria, stored.user_simulator_config if stored else None)
             eval_metrics = stored_eval_metrics(criteria, judge_model=judge_model)
     except EvalSetFileError as exc:
         raise CommandError(_problems("is not a valid test config", exc), returncode=2) from exc
