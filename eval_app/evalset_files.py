@@ -297,15 +297,22 @@ def metric_problem(exc: metrics.MetricConfigError, prefix: str = "criteria") -> 
 
 def user_simulator_config_json(raw: Any) -> dict[str, Any] | None:
     """ADK's user_simulator_config (its `type` picks the class; none: ADK's llm_backed), checked by
-    ADK's EvalConfig and given back as JSON: its type and the fields given (ADK fills in the rest
-    when it reads it back); EvalSetFileError naming the bad fields otherwise."""
+    ADK's EvalConfig and given back as `simulator_config_json` stores it; EvalSetFileError naming
+    the bad fields otherwise."""
     if raw is None:
         return None
     try:
-        config = EvalConfig.model_validate({"user_simulator_config": raw}).user_simulator_config
+        config = EvalConfig.model_validate({"user_simulator_config": raw})
     except ValidationError as exc:
         raise EvalSetFileError("user_simulator_config", validation_problems(exc)) from exc
-    return config.model_dump(mode="json", exclude_unset=True) if config is not None else None
+    return simulator_config_json(config)
+
+
+def simulator_config_json(config: EvalConfig) -> dict[str, Any] | None:
+    """An EvalConfig's user_simulator_config as we store it: its type and the fields given
+    (ADK fills in the rest when it reads it back); None when it has none."""
+    simulator = config.user_simulator_config
+    return simulator.model_dump(mode="json", exclude_unset=True) if simulator is not None else None
 
 
 def default_eval_config() -> EvalConfig:

@@ -25,6 +25,7 @@ from .evalset_files import (
     ParsedEvalSet,
     parse_eval_config,
     parse_eval_set_file,
+    simulator_config_json,
     user_simulator_config_json,
     validation_problems,
 )
@@ -65,8 +66,7 @@ class ImportForm(forms.Form):
         if upload:
             config, self.metrics = _parse(upload, lambda content: parse_eval_config(content=content,
                                                                                      filename=upload.name))
-            if config.user_simulator_config is not None:
-                self.user_simulator_config = config.user_simulator_config.model_dump(mode="json", exclude_unset=True)
+            self.user_simulator_config = simulator_config_json(config)
         return upload
 
 

@@ -13,7 +13,7 @@ from google.adk.sessions import Session
 from google.genai import types
 
 from eval_app import services as eval_services
-from eval_app.evalset_files import parse_eval_set_file, parse_test_config
+from eval_app.evalset_files import parse_eval_config, parse_eval_set_file, simulator_config_json
 from eval_app.models import EvalSet
 from sessions_app import selectors as session_selectors
 from sessions_app.models import Session as SessionRow
@@ -69,8 +69,12 @@ def _import_eval_set(path: Path, config: Path | None = None) -> None:
     parsed = parse_eval_set_file(filename=path.name, content=path.read_bytes())
     if EvalSet.objects.filter(app_name=DEMO_APP, eval_set_id=parsed.eval_set.eval_set_id).exists():
         return
-    metrics = parse_test_config(content=config.read_bytes(), filename=config.name) if config else None
-    eval_services.eval_set_import(parsed=parsed, app_name=DEMO_APP, metrics=metrics)
+    if config is None:
+        eval_services.eval_set_import(parsed=parsed, app_name=DEMO_APP)
+        return
+    eval_config, metrics = parse_eval_config(content=config.read_bytes(), filename=config.name)
+    eval_services.eval_set_import(parsed=parsed, app_name=DEMO_APP, metrics=metrics,
+                                  user_simulator_config=simulator_config_json(eval_config))
 
 
 def demo_session() -> SessionRow | None:

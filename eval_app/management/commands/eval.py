@@ -35,6 +35,7 @@ from ...evalset_files import (
     ParsedEvalSet,
     parse_eval_config,
     parse_eval_set_file,
+    simulator_config_json,
     stored_eval_config,
     stored_eval_metrics,
 )
@@ -209,7 +210,7 @@ def _check_selection(parsed: ParsedEvalSet | None, stored: EvalSet | None, eval_
 def _create_run(agent: str, parsed: ParsedEvalSet | None, stored: EvalSet | None, config: EvalConfig,
                 eval_metrics: list[EvalMetric], *, eval_ids: list[str], judge_model: str, repeats: int) -> EvalRun:
     """Import the file (if any) and create the run in one transaction: a refusal leaves nothing behind."""
-    simulator = config.user_simulator_config.model_dump(mode="json") if config.user_simulator_config else None
+    simulator = simulator_config_json(config)
     try:
         with transaction.atomic():
             if parsed is not None:
