@@ -274,10 +274,7 @@ class RunForm(forms.Form):
         text = self.cleaned_data["user_simulator_config"].strip()
         if not text:
             return None
-        try:
-            raw = json.loads(text)
-        except ValueError as exc:
-            raise forms.ValidationError(f"Not JSON: {exc}") from exc
+        raw = _json_field(text)
         if not isinstance(raw, dict):
             raise forms.ValidationError("A JSON object is needed, as in test_config.json.")
         try:

@@ -162,8 +162,8 @@ def eval_run_create(
     """A queued run of `eval_ids` (all cases when empty), `repeats` times, with
     one work item per (case, repeat). `start` hands the items to the task
     workers on commit; `save_criteria` makes `metrics` and `user_simulator_config`
-    the set's criteria and simulator, the run form's defaults next time. `metrics` are ADK EvalMetrics, checked by
-    `metrics.eval_metrics`."""
+    the set's criteria and simulator, the run form's defaults next time.
+    `metrics` are ADK EvalMetrics, checked by `metrics.eval_metrics`."""
     known = eval_case_ids(eval_set)
     chosen = [i for i in known if i in set(eval_ids)] if eval_ids else known
     if not chosen:
