@@ -69,12 +69,11 @@ def _import_eval_set(path: Path, config: Path | None = None) -> None:
     parsed = parse_eval_set_file(filename=path.name, content=path.read_bytes())
     if EvalSet.objects.filter(app_name=DEMO_APP, eval_set_id=parsed.eval_set.eval_set_id).exists():
         return
-    if config is None:
-        eval_services.eval_set_import(parsed=parsed, app_name=DEMO_APP)
-        return
-    eval_config, metrics = parse_eval_config(content=config.read_bytes(), filename=config.name)
-    eval_services.eval_set_import(parsed=parsed, app_name=DEMO_APP, metrics=metrics,
-                                  user_simulator_config=simulator_config_json(eval_config))
+    metrics, simulator = None, None
+    if config is not None:
+        eval_config, metrics = parse_eval_config(content=config.read_bytes(), filename=config.name)
+        simulator = simulator_config_json(eval_config)
+    eval_services.eval_set_import(parsed=parsed, app_name=DEMO_APP, metrics=metrics, user_simulator_config=simulator)
 
 
 def demo_session() -> SessionRow | None:
