@@ -25,11 +25,24 @@ thread hop (`append_event_sync`, all in one worker thread), which is what an
 append costs once the hop is gone; and ADK's own `Event.model_validate_json`
 of the stored events alone, the least any read that returns ADK events can
 cost.
+
+Last, the append budget: what one append may cost at 10x ADK's SQLite
+service, beside what no append can avoid, each measured alone:
+- the hop: the cheapest way from ADK's async API to a thread that may use
+  the database (`loop.run_in_executor` on one dedicated thread, a no-op call),
+  beside asgiref's `sync_to_async`;
+- our transaction: `event_append`'s own statements (`sessions_app._append_sql`:
+  lock, event row, change rows, user-state row, session row) with every value
+  computed beforehand, so no checks, JSON or pydantic;
+- the least an append writes (SQLite): raw sqlite3 on our schema, one
+  transaction that inserts the event row and bumps the session row, nothing
+  else (no state, no change rows).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import os
 import sqlite3
@@ -53,6 +66,7 @@ from asgiref.sync import sync_to_async  # noqa: E402
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from google.adk.events.event import Event  # noqa: E402
 from google.adk.events.event_actions import EventActions  # noqa: E402
 from google.adk.sessions.database_session_service import DatabaseSessionService  # noqa: E402
@@ -61,7 +75,10 @@ from google.adk.sessions.base_session_service import BaseSessionService, GetSess
 from google.genai import types  # noqa: E402
 
 from adkui.adk import DjangoSessionService  # noqa: E402
-from sessions_app import selectors  # noqa: E402
+from sessions_app import _append_sql, selectors  # noqa: E402
+from sessions_app.models import SCOPE_SESSION, SCOPE_USER  # noqa: E402
+from sessions_app.models import Event as EventRow  # noqa: E402
+from sessions_app.models import Session as SessionRow  # noqa: E402
 
 APP, USER = "bench_app", "bench_user"
 
@@ -159,11 +176,103 @@ def stored_event_json(session_id: str) -> list[str]:
     return selectors.session_event_json(session=row)
 
 
+def _noop() -> None:
+    return None
+
+
+async def hop_us(n: int = 5000) -> dict[str, float]:
+    """Microseconds per call of a no-op hopped to a thread and back."""
+    loop = asyncio.get_running_loop()
+    timings = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
+        for label, call in (("run_in_executor", lambda: loop.run_in_executor(executor, _noop)),
+                            ("sync_to_async", lambda: sync_to_async(_noop)())):
+            start = time.perf_counter()
+            for _ in range(n):
+                await call()
+            timings[label] = (time.perf_counter() - start) / n * 1e6
+    return timings
+
+
+def _prepared_appends(session_id: str, n: int) -> list[tuple[EventRow, str, list[_append_sql.Change]]]:
+    """`n` appends' rows as `event_append` would build them, each with its JSON and change rows."""
+    row = SessionRow.objects.get(app__name=APP, user_id=USER, session_id=session_id)
+    prepared = []
+    for i in range(n):
+        event = make_event(i)
+        seq = row.revision + 1 + i
+        data = event.model_dump(mode="json", exclude_none=True)
+        prepared.append((
+            EventRow(session_id=row.pk, seq=seq, event_id=event.id, invocation_id=event.invocation_id,
+                     author=event.author, timestamp=event.timestamp, data=data, is_final_response=True),
+            json.dumps(data),
+            [_append_sql.Change(SCOPE_SESSION, "counter", i - 1, i, True),
+             _append_sql.Change(SCOPE_SESSION, "topic", "t", f"t{i % 7}", True),
+             _append_sql.Change(SCOPE_USER, "last_seen", i - 1, i, True)],
+        ))
+    return prepared
+
+
+def our_transaction_us(session_id: str, n: int) -> float:
+    """`event_append`'s statements alone, one transaction per append, values computed beforehand."""
+    prepared = _prepared_appends(session_id, n)
+    start = time.perf_counter()
+    for row, data_json, changes in prepared:
+        with transaction.atomic(), connection.cursor() as cursor:
+            sql = _append_sql.Statements(cursor)
+            locked = sql.lock_session(APP, USER, session_id, event_id=row.event_id, scopes=[SCOPE_USER])
+            sql.event_seq(locked, row.event_id)
+            row.state_mark = sql.newest_change_id(locked)
+            user_state = sql.lock_scope(SCOPE_USER, locked)
+            user_state["last_seen"] = row.seq
+            sql.save_scope(SCOPE_USER, locked, user_state, row.timestamp)
+            row.pk = sql.insert_event(row, data_json)
+            sql.insert_changes(locked, changes, event_pk=row.pk, seq=row.seq, timestamp=row.timestamp)
+            locked.state.update(counter=row.seq, topic="t")
+            sql.bump_session(locked.pk, row.seq, row.timestamp, locked.state)
+    return (time.perf_counter() - start) / n * 1e6
+
+
+def least_append_us(session_id: str, n: int) -> float | None:
+    """Raw sqlite3 on our schema: insert the event row and bump the session row, one transaction each."""
+    if connection.vendor != "sqlite":
+        return None
+    prepared = _prepared_appends(session_id, n)
+    columns = _append_sql.EVENT_COLUMNS
+    insert = f"INSERT INTO {EventRow._meta.db_table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    bump = f"UPDATE {SessionRow._meta.db_table} SET revision = ?, update_time = ? WHERE id = ?"
+    db = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    try:
+        db.execute("PRAGMA synchronous=NORMAL")  # as settings.py sets it (the file is already in WAL mode)
+        start = time.perf_counter()
+        for row, data_json, _ in prepared:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute(insert, tuple(data_json if c == "data" else getattr(row, c) for c in columns))
+            db.execute(bump, (row.seq, row.timestamp, row.session_id))
+            db.execute("COMMIT")
+        return (time.perf_counter() - start) / n * 1e6
+    finally:
+        db.close()
+
+
+async def print_budget(service: DjangoSessionService, adk_sqlite_rate: float, n: int) -> dict[str, float]:
+    """What an append may cost at 10x ADK's SQLite service, beside what none can avoid."""
+    hops = await hop_us()
+    ours = await service.create_session(app_name=APP, user_id=USER)
+    least = await service.create_session(app_name=APP, user_id=USER)
+    txn = await sync_to_async(our_transaction_us)(ours.id, n)
+    floor = await sync_to_async(least_append_us)(least.id, n)
+    budget = 1e6 / (10 * adk_sqlite_rate)
+    least_text = "n/a (SQLite only)" if floor is None else f"{floor:5.0f} us"
+    print(f"{'append budget':28s} 10x ADK Sqlite allows {budget:5.0f} us an append; the hop alone "
+          f"{hops['run_in_executor']:4.0f} us (sync_to_async {hops['sync_to_async']:4.0f} us); "
+          f"our transaction alone {txn:5.0f} us; the least an append writes {least_text}")
+    return {"budget_us": budget, "hop_us": hops["run_in_executor"], "sync_to_async_us": hops["sync_to_async"],
+            "our_transaction_us": txn, **({} if floor is None else {"least_append_us": floor})}
+
+
 def grow_ours(session_id: str, total: int) -> None:
     """Insert rows directly up to `total` events (the read is what we measure)."""
-    from sessions_app.models import Event as EventRow
-    from sessions_app.models import Session as SessionRow
-
     row = SessionRow.objects.get(session_id=session_id)
     data = make_event(0).model_dump(mode="json", exclude_none=True)
     batch = []
@@ -219,6 +328,9 @@ async def run(args: argparse.Namespace) -> None:
             print(f"{name:28s} {args.writers} writers at once: {rate:9.0f} appends/s in all")
 
     floors = await print_floors(services["DjangoSessionService"], results["DjangoSessionService"]["session"], args)
+    floors |= await print_budget(
+        services["DjangoSessionService"], results["ADK SqliteSessionService"]["appends_per_s"], args.events
+    )
 
     if args.big:
         ours = results["DjangoSessionService"]
@@ -244,6 +356,11 @@ async def run(args: argparse.Namespace) -> None:
           f"vs ADK Database: {ours['full_read_ms'] / db_['full_read_ms']:.2f}   (target <= 0.33)")
     print(f"floors             vs ADK Sqlite: appends without the hop {floors['appends_per_s_no_hop'] / sqlite_['appends_per_s']:.1f}x   "
           f"validation alone {floors['validation_ms'] / sqlite_['full_read_ms']:.2f} of its full read")
+    budget = floors["budget_us"]
+    least = floors.get("least_append_us")
+    print(f"append budget      the hop {floors['hop_us'] / budget:.2f} of it, our transaction alone "
+          f"{floors['our_transaction_us'] / budget:.2f}" + ("" if least is None else
+          f", hop + the least an append writes {(floors['hop_us'] + least) / budget:.2f}"))
     print(f"recent-50 time     vs ADK Sqlite: {ours['recent50_ms'] / sqlite_['recent50_ms']:.2f}   "
           f"vs ADK Database: {ours['recent50_ms'] / db_['recent50_ms']:.2f}")
     print(json.dumps({"database": os.environ["DATABASE_URL"].split(":")[0], "floors": {
