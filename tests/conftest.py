@@ -240,11 +240,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                     "not worksteal).", pytrace=False)
 
 
-@pytest.fixture
-def fresh_channel_layer():
-    """A channel layer of the test's own, dropped after it (for tests that talk to consumers
-    directly): the Redis layer's receive lock is bound to the event loop that first waited on
-    it, and each async test has a loop of its own."""
-    channel_layers.backends.clear()
+@pytest.fixture(autouse=True)
+def fresh_channel_layer(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each coroutine test gets a channel layer of its own, dropped after it.
+
+    Each async test has an event loop of its own, and the Redis layer's receive lock is bound
+    to the loop that first waited on it. A consumer whose test ended can die holding that lock;
+    the next test's receive then waits on a lock bound to a closed loop ("bound to a different
+    event loop"), a failure that comes and goes with the order xdist gives the tests."""
+    own_loop = inspect.iscoroutinefunction(getattr(request, "function", None))
+    if own_loop:
+        channel_layers.backends.clear()
     yield
-    channel_layers.backends.clear()
+    if own_loop:
+        channel_layers.backends.clear()

@@ -19,7 +19,7 @@ from sessions_app.broadcast import listened
 from .conftest import AGENT, DEMO_FILE
 
 # The consumer reads the database from another thread, on its own connection: it sees only commits.
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("async_db_threads", "fresh_channel_layer")]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("async_db_threads")]
 
 
 @sync_to_async

@@ -8,7 +8,7 @@ from google.genai import types
 from adkui.asgi import application
 from sessions_app.models import Session as SessionRow
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_channel_layer")]
+pytestmark = pytest.mark.django_db(transaction=True)
 APP = "live_artifacts_app"
 
 
