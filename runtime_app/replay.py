@@ -200,10 +200,13 @@ def comparison(replay: Session) -> dict[str, Any]:
     original = replay.replay_of
     if original is None:
         raise ReplayError(f"Session {replay.session_id!r} is not a replay, or its original was deleted.")
+    # Read before the turns: a run leaves `_progress` only once its last event is stored, so a
+    # page that sees it finished sees all its events. Read after, a run that ended in between
+    # showed its last turn without the reply as "finished", and the page stopped polling.
+    running = replay.pk in _progress
     original_turns, total, original_cut = turns_of(original)
     replay_turns, replayed, replay_cut = turns_of(replay)
     diffs: list[TurnDiff] = compare(original_turns, replay_turns)
-    running = replay.pk in _progress
     unfinished = not running and selectors.resumable_invocation(replay) is not None
     status = ReplayStatus(total=total, replayed=replayed, running=running, last_unfinished=unfinished)
     return {

@@ -144,6 +144,29 @@ def test_a_replay_runs_the_changed_agent_and_the_diff_shows_the_new_trajectory(s
 
 @pytest.mark.django_db
 @pytest.mark.usefixtures("on_commit_callbacks")
+def test_a_replay_that_ends_while_its_page_reads_it_still_shows_as_running(service, agents_folder, monkeypatch):
+    """The page stops polling once a replay shows as finished, so what it shows as finished must
+    be all of it: a run that ends while the page reads the turns is shown as still running (the
+    next poll shows its end), never as finished with the turns read before its last event."""
+    _, name = agents_folder
+    replayed = replay_to_the_end(original_session(service, name))
+    monkeypatch.setitem(replay._progress, replayed.pk, replay.Progress())  # still running as the page starts
+    read_turns = replay.turns_of
+
+    def turns_then_the_run_ends(session):
+        turns = read_turns(session)
+        if session.pk == replayed.pk:
+            replay._progress.pop(replayed.pk, None)  # the run's last event was stored, and it ended, just now
+        return turns
+
+    monkeypatch.setattr(replay, "turns_of", turns_then_the_run_ends)
+    status = replay.comparison(replayed)["status"]
+    assert status.running
+    assert not replay.comparison(replayed)["status"].running  # the next poll: finished
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("on_commit_callbacks")
 def test_the_replay_starts_from_the_original_initial_state_and_resends_state_deltas(service, agents_folder):
     _, name = agents_folder
     original = original_session(service, name)
