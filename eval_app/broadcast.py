@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 
 from sessions_app.broadcast import listened, send
+from sessions_app.relay import relayed
 
 from . import selectors
 from .models import EvalCaseResult, EvalRun
@@ -21,6 +22,7 @@ def run_group(run_pk: int) -> str:
     return f"evalrun.{run_pk}"
 
 
+@relayed
 def case_finished(*, result: EvalCaseResult) -> None:
     """The result's row, and the progress it brought; `result` lets viewers skip a row they have."""
     group = run_group(result.run_id)
@@ -33,6 +35,7 @@ def case_finished(*, result: EvalCaseResult) -> None:
     send(group, {"type": "case.finished", "result": result.pk, "row": row, "live": _live(run)})
 
 
+@relayed
 def run_changed(*, run_pk: int) -> None:
     group = run_group(run_pk)
     if not listened(group):

@@ -21,8 +21,7 @@ class EvalRunConsumer(PushConsumer):
         run_pk = int(self.scope["url_route"]["kwargs"]["pk"])
         # Joined before the snapshot is read: a case finishing in between is then
         # in the snapshot, or in a message handled after this returns, or both.
-        self.group = broadcast.run_group(run_pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.join(broadcast.run_group(run_pk))
         snapshot = await database_sync_to_async(broadcast.snapshot)(run_pk)
         if snapshot is None:
             await self.leave()  # at once: a member of the group would make it look watched

@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
+from sessions_app import relay
 from sessions_app.selectors import session_find
 
 from . import broadcast
@@ -23,7 +24,7 @@ from .models import EvalCaseResult, EvalInvocationResult, EvalRun, EvalWorkItem
 
 def eval_run_changed(*, run_pk: int) -> None:
     """Tell the run's viewers, once the transaction commits."""
-    transaction.on_commit(lambda: broadcast.run_changed(run_pk=run_pk), robust=True)
+    relay.on_commit(broadcast.run_changed, run_pk=run_pk)
 
 
 def eval_run_refresh(*, run_pk: int) -> str | None:
@@ -128,7 +129,7 @@ def eval_case_result_store(*, run_pk: int, outcome: CaseOutcome) -> EvalCaseResu
                 failed=F("failed") + (0 if passed else 1),
                 agent_seconds=F("agent_seconds") + outcome.agent_seconds,
             )
-            transaction.on_commit(lambda: broadcast.case_finished(result=result), robust=True)
+            relay.on_commit(broadcast.case_finished, result=result)
     except IntegrityError:  # stored by an earlier attempt: a resume must not duplicate it
         return None
     return result

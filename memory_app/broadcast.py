@@ -14,13 +14,16 @@ from django.template.loader import render_to_string
 
 from sessions_app import broadcast as session_broadcast
 from sessions_app import selectors as session_selectors
+from sessions_app.relay import relayed
 
 from .models import USER_PREFIX
 from .naming import ArtifactKey
 
 
-def artifacts_changed(*, key: ArtifactKey, version: int | None) -> None:
-    """Artifact `key` has a new `version` (None: it was deleted)."""
+@relayed
+def artifacts_changed(*, app_name: str, user_id: str, session_id: str, filename: str, version: int | None) -> None:
+    """The artifact (its `ArtifactKey`'s fields) has a new `version` (None: it was deleted)."""
+    key = ArtifactKey(app_name, user_id, session_id, filename)
     groups = [session_broadcast.session_group(pk) for pk in _session_pks(key)]
     groups = [g for g in groups if session_broadcast.listened(g)]
     if not groups:

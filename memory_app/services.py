@@ -25,6 +25,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from access import limits
 
+from sessions_app import relay
 from sessions_app import selectors as session_selectors
 from sessions_app.models import Session
 
@@ -70,7 +71,7 @@ def artifact_save(
             newest = artifact.versions.aggregate(newest=Max("version"))["newest"]
             row.version = 0 if newest is None else newest + 1
             row.save()
-            transaction.on_commit(lambda: broadcast.artifacts_changed(key=key, version=row.version), robust=True)
+            relay.on_commit(broadcast.artifacts_changed, **key.as_filter(), version=row.version)
     except BaseException:
         if row.payload:
             row.payload.delete(save=False)
@@ -88,7 +89,7 @@ def artifact_delete(*, key: ArtifactKey) -> bool:
         artifact.delete()
         # Files go only once the rows are surely gone.
         transaction.on_commit(lambda: _delete_files(names), robust=True)  # files left behind never fail the delete
-        transaction.on_commit(lambda: broadcast.artifacts_changed(key=key, version=None), robust=True)
+        relay.on_commit(broadcast.artifacts_changed, **key.as_filter(), version=None)
     return True
 
 

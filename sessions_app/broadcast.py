@@ -21,6 +21,7 @@ from django.template.loader import render_to_string
 from google.adk.events import Event as AdkEvent
 
 from . import selectors, timeline
+from .relay import relayed
 from .models import Event, Session
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,7 @@ def catch_up(session: Session, seq: int, filters: selectors.Filters) -> CatchUp:
     return CatchUp(revision, [*frames, marks] if marks else frames)
 
 
+@relayed
 def event_appended(*, event: Event) -> None:
     group = session_group(event.session_id)
     if not listened(group):
@@ -156,6 +158,7 @@ def partial_event(*, session: Session, event: AdkEvent) -> None:
     })
 
 
+@relayed
 def session_created(*, session: Session) -> None:
     group = app_group(session.app_id)
     if listened(group):
@@ -163,6 +166,7 @@ def session_created(*, session: Session) -> None:
         send(group, {"type": "session.created", "html": html})
 
 
+@relayed
 def session_deleted(*, session_pk: int) -> None:
     send(session_group(session_pk), {"type": "session.deleted", "pk": session_pk})
 

@@ -16,7 +16,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from access.auth import websocket_refusal
 
-from . import broadcast, selectors
+from . import broadcast, relay, selectors
 
 CLOSE_NOT_FOUND = 4404
 
@@ -46,10 +46,18 @@ class PushConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         await self.leave()
 
+    async def join(self, group: str) -> None:
+        """Join `group`; what other processes commit from now on reaches it too
+        (`relay`), so call this before reading what the page has missed."""
+        await relay.listen()
+        self.group = group
+        await self.channel_layer.group_add(group, self.channel_name)
+
     async def leave(self) -> None:
         if self.group is not None:
             group, self.group = self.group, None
             await self.channel_layer.group_discard(group, self.channel_name)
+            relay.unlisten()
 
     async def allowed(self) -> bool:
         """Closes the socket for an anonymous user (4401) or one without a role (4403) when login is required."""
@@ -82,8 +90,7 @@ class SessionEventsConsumer(PushConsumer):
         self.filters = selectors.Filters.from_query(query)
         self.last_seq = int(query["after"]) if query.get("after", "").isdigit() else self.session.revision
         self.streaming: set[str] = set()
-        self.group = broadcast.session_group(self.session.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.join(broadcast.session_group(self.session.pk))
         await self.accept()
         await self._catch_up()
 
@@ -140,8 +147,7 @@ class AppSessionsConsumer(PushConsumer):
         if not await database_sync_to_async(selectors.app_exists)(pk):
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        self.group = broadcast.app_group(pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.join(broadcast.app_group(pk))
         await self.accept()
 
     async def session_created(self, message: dict[str, Any]) -> None:

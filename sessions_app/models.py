@@ -271,3 +271,17 @@ class StateChange(models.Model):
             "new": self.new_value,
             "existedBefore": self.existed_before,
         }
+
+
+class Notice(models.Model):
+    """A broadcast owed to live pages that another process serves (`sessions_app.relay`).
+
+    Written in the transaction of the change it announces, so it exists
+    exactly when that change does; kept a minute, long enough for every
+    serving process to have read it.
+    """
+
+    origin = models.CharField(max_length=32, help_text="The process that wrote it, which has broadcast it already.")
+    name = models.CharField(max_length=200, help_text="The relayed broadcast function.")
+    kwargs = models.JSONField()
+    created = models.FloatField(db_index=True)

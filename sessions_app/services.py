@@ -24,7 +24,7 @@ from google.adk.events.event_actions import EventActions
 
 from access import limits
 
-from . import _append_sql, broadcast, health, selectors
+from . import _append_sql, broadcast, health, relay, selectors
 from .keys import SessionKey
 from .models import SCOPE_SESSION, App, AppState, Event, Session, SessionSignature, StateChange, UserState
 from .scopes import ScopedDelta, json_safe_state, split_delta, split_key
@@ -114,7 +114,7 @@ def session_create(
             )
             locked.pk = session.pk  # the change rows name the session, which exists only now
             sql.insert_changes(locked, changes, event_pk=None, seq=0, timestamp=now)
-            transaction.on_commit(lambda: broadcast.session_created(session=session), robust=True)
+            relay.on_commit(broadcast.session_created, session=session)
     except IntegrityError as exc:  # a concurrent create won the race for this id
         raise AlreadyExistsError(f"Session with id {session_id} already exists.") from exc
     return session
@@ -202,7 +202,7 @@ def session_delete(*, key: SessionKey) -> None:
         StateChange.objects.filter(session=session, scope=SCOPE_SESSION).delete()
         pk = session.pk
         session.delete()
-        transaction.on_commit(lambda: broadcast.session_deleted(session_pk=pk), robust=True)
+        relay.on_commit(broadcast.session_deleted, session_pk=pk)
 
 
 def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None = None, push: bool = True) -> Event:
@@ -245,7 +245,7 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
             locked.pk, row.seq, event.timestamp, locked.state if delta.session else None, increments, recent_calls
         )
         if push:  # a fork's copies go to a session nobody can be watching yet
-            transaction.on_commit(lambda: broadcast.event_appended(event=row), robust=True)
+            relay.on_commit(broadcast.event_appended, event=row)
     return row
 
 

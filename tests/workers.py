@@ -47,3 +47,23 @@ def scoped_writer(database_url: str, app: str, user: str, n: int, session_id: st
             await service.append_event(session, Event(author=f"w{n}", actions=EventActions(state_delta=delta)))
 
     asyncio.run(run())
+
+
+def say(database_url: str, app: str, user: str, session_id: str, texts: list[str]) -> None:
+    """Append one agent message per text to a session, creating it if it is new."""
+    setup_django(database_url)
+    from google.adk.events.event import Event
+    from google.genai import types
+
+    from adkui.adk import DjangoSessionService
+
+    async def run() -> None:
+        service = DjangoSessionService()
+        session = await service.get_session(app_name=app, user_id=user, session_id=session_id)
+        if session is None:
+            session = await service.create_session(app_name=app, user_id=user, session_id=session_id)
+        for text in texts:
+            content = types.Content(role="model", parts=[types.Part(text=text)])
+            await service.append_event(session, Event(author="agent", invocation_id="elsewhere", content=content))
+
+    asyncio.run(run())
