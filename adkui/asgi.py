@@ -14,13 +14,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from eval_app.routing import websocket_urlpatterns as eval_websockets  # noqa: E402
+from runtime_app.routing import websocket_urlpatterns as runtime_websockets  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns as session_websockets  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(session_websockets + eval_websockets))
+            AuthMiddlewareStack(URLRouter(session_websockets + eval_websockets + runtime_websockets))
         ),
     }
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.template.loader import render_to_string
 
-from sessions_app.broadcast import listened, send
+from sessions_app.broadcast import activity, listened, send
 from sessions_app.relay import relayed
 
 from . import selectors
@@ -25,6 +25,7 @@ def run_group(run_pk: int) -> str:
 @relayed
 def case_finished(*, result: EvalCaseResult) -> None:
     """The result's row, and the progress it brought; `result` lets viewers skip a row they have."""
+    activity()
     group = run_group(result.run_id)
     if not listened(group):
         return
@@ -37,6 +38,7 @@ def case_finished(*, result: EvalCaseResult) -> None:
 
 @relayed
 def run_changed(*, run_pk: int) -> None:
+    activity()
     group = run_group(run_pk)
     if not listened(group):
         return

@@ -14,6 +14,7 @@ from .chat import chat_context
 
 def run_finished(*, session: Session, error: str | None) -> None:
     """The chat's run ended: viewers refresh the chat status (and resume offer)."""
+    session_broadcast.activity()  # the home page's "running now"
     group = session_broadcast.session_group(session.pk)
     if session_broadcast.listened(group):
         context = chat_context(session) | {"oob": True, "run_error": error}

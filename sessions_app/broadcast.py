@@ -36,6 +36,17 @@ def app_group(app_pk: int) -> str:
     return f"app.{app_pk}"
 
 
+# Pages that summarise every app (the home page) listen here for any change
+# to what they count: a session made, changed or deleted, an eval run moving.
+ACTIVITY_GROUP = "activity"
+
+
+def activity() -> None:
+    """Tell the summary pages that something they show may have changed."""
+    if listened(ACTIVITY_GROUP):
+        send(ACTIVITY_GROUP, {"type": "activity.changed"})
+
+
 def _has_local_listeners(layer: Any, group: str) -> bool:
     # The in-process layer knows its groups: with no viewer of this session
     # in this process, sending (and rendering) would be wasted work.
@@ -129,6 +140,7 @@ def catch_up(session: Session, seq: int, filters: selectors.Filters) -> CatchUp:
 
 @relayed
 def event_appended(*, event: Event) -> None:
+    activity()
     group = session_group(event.session_id)
     if not listened(group):
         return
@@ -160,6 +172,7 @@ def partial_event(*, session: Session, event: AdkEvent) -> None:
 
 @relayed
 def session_created(*, session: Session) -> None:
+    activity()
     group = app_group(session.app_id)
     if listened(group):
         html = render_to_string("sessions_app/partials/session_row.html", {"s": session, "oob": True})
@@ -168,6 +181,7 @@ def session_created(*, session: Session) -> None:
 
 @relayed
 def session_deleted(*, session_pk: int) -> None:
+    activity()
     send(session_group(session_pk), {"type": "session.deleted", "pk": session_pk})
 
 

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _streams(world: Any) -> list[str]:
     return [f"/ws/sessions/{world.pk}/events/", f"/ws/apps/{world.app_pk}/sessions/",
-            f"/ws/evals/runs/{world.queued_run_pk}/"]
+            f"/ws/evals/runs/{world.queued_run_pk}/", "/ws/home/"]
 
 
 def _connect(path: str, cookie: bytes | None) -> tuple[bool, int | None]:

@@ -98,3 +98,18 @@ def test_sessions_another_process_creates_appear_in_the_open_app_page(live_serve
     expect(page.locator(".session-list")).to_contain_text("s2-made-elsewhere")
     assert page.evaluate(STAYED), "the page was reloaded"
     assert app.sessions.count() == 2
+
+
+def test_the_home_page_counts_what_another_process_writes(live_server, page):
+    say_elsewhere("s1", ["hello"])
+    page.add_init_script("document.addEventListener('htmx:wsOpen', () => { window.socketOpen = true; })")
+    page.goto(f"{live_server.url}/")
+    expect(page.locator(f"#app-list tr[data-app={APP}] td").nth(2)).to_have_text("1")
+    page.wait_for_function("() => window.socketOpen === true")
+    page.evaluate(MARK)
+
+    say_elsewhere("s2-made-elsewhere", ["hello again"])
+    expect(page.locator(f"#app-list tr[data-app={APP}] td").nth(2)).to_have_text("2")
+    expect(page.locator("#recent-sessions")).to_contain_text("s2-made-elsewhere")
+    assert page.evaluate(STAYED), "the page was reloaded"
+    assert page.js_errors == []
