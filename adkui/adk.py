@@ -3,26 +3,33 @@
     from adkui.adk import DjangoSessionService
     runner = Runner(agent=root_agent, app_name="my_app", session_service=DjangoSessionService())
 
-Importing this package sets Django up when a plain script has not (the
-settings module defaults to `adkui.settings`). This module is a face: it
-defines nothing. Each adapter lives beside the store it adapts
-(`sessions_app.session_service`, `memory_app.artifact_service`,
-`memory_app.memory_service`); it only translates, ADK calls in and ADK
-objects out, and the rules live in those apps.
+and `register_schemes()`, which makes `adkui://` a scheme of ADK's service
+registry (`adk web --session_service_uri=adkui://`, see `adkui.schemes`).
+
+This module is a face: it defines nothing. Each adapter lives beside the
+store it adapts (`sessions_app.session_service`, `memory_app.artifact_service`,
+`memory_app.memory_service`); it only translates, ADK calls in and ADK objects
+out, and the rules live in those apps. Reading an adapter from here sets
+Django up when a plain script has not (the settings module defaults to
+`adkui.settings`); importing the module alone does not, so that an `adkui:`
+URI can still choose the database first.
 """
 from __future__ import annotations
 
-import os
+from typing import TYPE_CHECKING, Any
 
-import django
-from django.apps import apps
+from .bootstrap import ADAPTERS, adapter
+from .schemes import register_schemes
 
-if not apps.ready:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
-    django.setup()
+if TYPE_CHECKING:
+    from memory_app.artifact_service import DjangoArtifactService
+    from memory_app.memory_service import DjangoMemoryService
+    from sessions_app.session_service import DjangoSessionService
 
-from memory_app.artifact_service import DjangoArtifactService  # noqa: E402
-from memory_app.memory_service import DjangoMemoryService  # noqa: E402
-from sessions_app.session_service import DjangoSessionService  # noqa: E402
+__all__ = ["DjangoArtifactService", "DjangoMemoryService", "DjangoSessionService", "register_schemes"]
 
-__all__ = ["DjangoArtifactService", "DjangoMemoryService", "DjangoSessionService"]
+
+def __getattr__(name: str) -> Any:
+    if name in ADAPTERS:
+        return adapter(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

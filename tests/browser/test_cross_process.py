@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import expect
 
@@ -16,6 +19,7 @@ from eval_app import metrics, services
 from eval_app.models import EvalRun
 from sessions_app.models import App
 from sessions_app.models import Session as SessionRow
+from tests.conftest import wait_until
 from tests.eval_app.conftest import AGENT, demo_set  # noqa: F401 (a fixture)
 from tests.eval_app.test_crash import WORKER_ARGS
 from tests.workers import database_url_for_children
@@ -112,4 +116,65 @@ def test_the_home_page_counts_what_another_process_writes(live_server, page):
     expect(page.locator(f"#app-list tr[data-app={APP}] td").nth(2)).to_have_text("2")
     expect(page.locator("#recent-sessions")).to_contain_text("s2-made-elsewhere")
     assert page.evaluate(STAYED), "the page was reloaded"
+    assert page.js_errors == []
+
+
+@pytest.fixture
+def adk_api_server(tmp_path):
+    """ADK's own `adk api_server`, in a process of its own, storing through `adkui:` URIs
+    (`uri_for(database_url)`) as the README's recipe sets it up."""
+    started: list[subprocess.Popen] = []
+
+    def start(uri_for, env_database_url: bool) -> str:
+        agents = tmp_path / "agents"
+        shutil.copytree(ROOT / "runtime_app" / "demo_agents" / "trip_planner", agents / "trip_planner")
+        (agents / "services.py").write_text("from adkui.adk import register_schemes\n\nregister_schemes()\n")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
+        if env_database_url:
+            env["DATABASE_URL"] = database_url_for_children()
+        uri = uri_for(database_url_for_children())
+        command = [str(Path(sys.executable).parent / "adk"), "api_server", "--port", str(port),
+                   f"--session_service_uri={uri}", f"--artifact_service_uri={uri}", f"--memory_service_uri={uri}",
+                   str(agents)]
+        started.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: started[-1].poll() is None and httpx.get(f"{url}/list-apps").status_code == 200,
+                   timeout=120, interval=0.25, ignore=httpx.TransportError)
+        return url
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait(30)
+
+
+@pytest.mark.parametrize("uri_for, env_database_url", [
+    (lambda url: "adkui://", True),  # this install's database, as DATABASE_URL names it
+    (lambda url: f"adkui:{url}", False),  # the database named in the URI
+], ids=["adkui://", "adkui:DATABASE-URL"])
+def test_a_chat_through_adks_own_api_server_shows_live_in_adkui(live_server, page, adk_api_server, uri_for,
+                                                                env_database_url):
+    adk = adk_api_server(uri_for, env_database_url)
+    created = httpx.post(f"{adk}/apps/trip_planner/users/ann/sessions/from-adk", json={"mood": "curious"})  # ADK: the body is the state
+    assert created.status_code == 200, created.text
+    session = SessionRow.objects.get(app__name="trip_planner", session_id="from-adk")
+    assert session.state == {"mood": "curious"}
+    page.goto(f"{live_server.url}/sessions/{session.pk}/")
+    expect(page.locator("#live-label")).to_have_text("live")
+    page.evaluate(MARK)
+
+    ran = httpx.post(f"{adk}/run", timeout=60, json={
+        "appName": "trip_planner", "userId": "ann", "sessionId": "from-adk",
+        "newMessage": {"role": "user", "parts": [{"text": "Plan a trip to Lisbon"}]}})
+    assert ran.status_code == 200, ran.text
+    timeline = page.locator("#timeline")
+    expect(timeline).to_contain_text("Plan a trip to Lisbon")
+    expect(timeline).to_contain_text("plan_trip")
+    expect(timeline).to_contain_text(ran.json()[-1]["content"]["parts"][0]["text"])
+    expect(timeline).to_contain_text("destination")  # the state diff of the tool call's event
+    assert page.evaluate(STAYED), "the page was reloaded"
+    assert SessionRow.objects.get(pk=session.pk).revision == len(ran.json()) + 1
     assert page.js_errors == []
