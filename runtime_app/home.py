@@ -11,6 +11,7 @@ from functools import reduce
 from operator import or_
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 
 from eval_app import selectors as eval_selectors
@@ -48,7 +49,19 @@ def dashboard(*, show_eval: bool = False) -> dict[str, Any]:
         "eval_runs_in_progress": eval_selectors.runs_in_progress(limit=EVAL_ROWS),
         "eval_latest": eval_selectors.latest_run_per_set(limit=EVAL_ROWS),
         "demo_session": demo.demo_session(),
+        "adkui_uri": adkui_uri(),
     }
+
+
+def adkui_uri() -> str:
+    """The `adkui:` URI (adkui.schemes) that names this server's database
+    wherever ADK's tools run; a password stays out of the page."""
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"adkui:sqlite:///{db['NAME']}"
+    user = f"{db['USER']}@" if db.get("USER") else ""
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"adkui:postgres://{user}{db.get('HOST') or 'localhost'}{port}/{db['NAME']}"
 
 
 def app_rows(*, show_eval: bool = False) -> list[AppRow]:

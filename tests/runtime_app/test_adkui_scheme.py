@@ -66,3 +66,12 @@ def test_a_users_own_fastapi_app_stores_into_adkui(registry, tmp_path):
         assert session.state["destination"] == "Lisbon"
     finally:
         close_worker_connections()
+
+
+@pytest.mark.django_db
+def test_the_home_page_says_how_to_point_adk_web_here(client, settings):
+    page = client.get("/").content.decode()
+    assert "--session_service_uri=adkui://" in page and "register_schemes()" in page
+    uri = page.split('id="adkui-uri">', 1)[1].split("<", 1)[0]
+    assert schemes.database_url(uri)  # a URI the scheme takes, naming this server's database
+    assert settings.DATABASES["default"]["NAME"] in uri
