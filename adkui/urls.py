@@ -13,6 +13,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", login_only(auth_views.LogoutView.as_view()), name="logout"),  # any role, or none
     path("admin/", admin.site.urls),
+    path("v1/", include("inspector_app.otlp_urls")),  # OTLP/HTTP: agents' OpenTelemetry exporters
     path("api/", include("runtime_app.api_urls")),
     path("api/", include("sessions_app.api_urls")),
     path("api/", include("memory_app.api_urls")),

@@ -115,3 +115,36 @@ class ToolCall(Recorded):
             return True
         result = self.result
         return isinstance(result, dict) and ("error" in result or result.get("status") == "error")
+
+
+class TraceSpan(models.Model):
+    """One span an agent's OpenTelemetry exporter sent (`otlp`), as sent.
+
+    Kept whole so that spans which arrive before the span that names their
+    session (an exporter sends a child as soon as it ends) are placed once it
+    comes; `placed` spans have their agent run, model call or tool call record.
+    """
+
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    parent_span_id = models.CharField(max_length=16, blank=True, default="")
+    name = models.CharField(max_length=255)
+    operation = models.CharField(max_length=64, help_text="gen_ai.operation.name")
+    started_at = models.FloatField()
+    duration_ms = models.FloatField()
+    error = models.TextField(blank=True, default="")
+    attributes = models.JSONField(default=dict)
+    service_name = models.CharField(max_length=255, blank=True, default="")
+    conversation_id = models.CharField(max_length=255, blank=True, default="", help_text="gen_ai.conversation.id")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="trace_spans")
+    placed = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trace_id", "span_id"], name="unique_trace_span")]
+        indexes = [
+            models.Index(fields=["trace_id", "placed"], name="tracespan_trace"),
+            models.Index(fields=["placed", "started_at"], name="tracespan_waiting", condition=models.Q(placed=False)),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
