@@ -1,0 +1,48 @@
+"""The first ten minutes of issue #25, walked again in headless chromium at
+1 400 px: each test is one thing a new user met there."""
+from __future__ import annotations
+
+import pytest
+from google.adk.events.event import Event
+from google.genai import types
+from playwright.sync_api import expect
+
+from sessions_app import services
+from sessions_app.keys import SessionKey
+from sessions_app.models import Session as SessionRow
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def said(author: str, text: str, invocation_id: str) -> Event:
+    return Event(author=author, invocation_id=invocation_id,
+                 content=types.Content(role="user" if author == "user" else "model", parts=[types.Part(text=text)]))
+
+
+def long_session(session_id: str, events: int = 60) -> int:
+    key = SessionKey("trip_planner", "ann", session_id)
+    session = services.session_create(app_name=key.app_name, user_id=key.user_id, session_id=key.session_id, state={})
+    for i in range(1, events + 1):
+        services.event_append(key=key, event=said("user" if i % 2 else "trip_planner", f"message {i}", f"inv-{i // 2}"))
+    return session.pk
+
+
+def test_an_older_event_opens_a_snapshot_that_says_so_and_leads_back_to_live(page, live_server):
+    pk = live_server.call(long_session, "snapshot-walk")
+    page.goto(f"{live_server.url}/sessions/{pk}/?at=5")
+    expect(page.locator("#event-5")).to_have_class("event selected")
+    expect(page.locator("#live-label")).to_have_text("snapshot as of #5")
+    expect(page.locator("#snapshot-note")).to_contain_text("ends at #5 of 60")
+    # No chat that would run the agent out of sight: a hint and the way back instead.
+    expect(page.locator("#chat-form")).to_have_count(0)
+    expect(page.locator("#chat-snapshot-hint")).to_contain_text("snapshot as of #5")
+    # The filter bar keeps to one line, as on the live page.
+    bar = page.locator("#timeline-filters").bounding_box()
+    select = page.locator("#timeline-filters select[name=author]").bounding_box()
+    assert bar["height"] < 2 * select["height"], bar
+
+    page.locator("#chat-panel").get_by_role("link", name="Back to live").click()
+    expect(page.locator("#live-label")).to_have_text("live")
+    expect(page.locator("#event-60")).to_be_visible()
+    expect(page.locator("#chat-form textarea[name=message]")).to_be_visible()
+    assert not page.js_errors
