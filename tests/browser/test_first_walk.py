@@ -2,16 +2,29 @@
 1 400 px: each test is one thing a new user met there."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from google.adk.events.event import Event
 from google.genai import types
 from playwright.sync_api import expect
 
+from eval_app import services as eval_services
+from eval_app.evalset_files import parse_eval_set_file
+from eval_app.models import EvalSet
 from sessions_app import services
 from sessions_app.keys import SessionKey
 from sessions_app.models import Session as SessionRow
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+DEMO_SET = Path(eval_services.__file__).resolve().parent / "demo" / "trip_planner.evalset.json"
+
+
+def demo_set() -> EvalSet:
+    parsed = parse_eval_set_file(filename=DEMO_SET.name, content=DEMO_SET.read_bytes())
+    return eval_services.eval_set_import(parsed=parsed, app_name="trip_planner")
 
 
 def said(author: str, text: str, invocation_id: str) -> Event:
@@ -45,4 +58,24 @@ def test_an_older_event_opens_a_snapshot_that_says_so_and_leads_back_to_live(pag
     expect(page.locator("#live-label")).to_have_text("live")
     expect(page.locator("#event-60")).to_be_visible()
     expect(page.locator("#chat-form textarea[name=message]")).to_be_visible()
+    assert not page.js_errors
+
+
+def test_the_eval_set_page_shows_run_cases_and_history_first_and_folds_the_metrics(page, live_server, monkeypatch):
+    for name in ("GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
+        monkeypatch.delenv(name, raising=False)
+    eval_set = demo_set()
+    page.goto(f"{live_server.url}/evals/sets/{eval_set.pk}/")
+    for essential in ("#run-button", "table.cases", "h2:text-is('History')"):
+        expect(page.locator(essential)).to_be_in_viewport()
+    expect(page.locator("#chosen-metrics")).to_contain_text("tool_trajectory_avg_score")
+    page.click("#metric-choice > summary")
+    description = page.locator("#metric-response_match_score details.description")
+    expect(description).not_to_have_attribute("open", "")
+    expect(description).to_contain_text("what it measures")
+    # Vertex-only metrics: there, greyed out, saying why, never tickable.
+    vertex = page.locator("input[name=safety_v1__on]")
+    expect(vertex).to_be_disabled()
+    expect(page.locator(".group-unavailable")).to_contain_text("safety_v1")
+    expect(page.locator("h3.metric-group", has_text="Not available here")).to_contain_text("cannot run offline")
     assert not page.js_errors
