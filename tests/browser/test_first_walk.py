@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 from google.adk.events.event import Event
+from google.adk.evaluation.eval_metrics import EvalMetricResult, EvalStatus
 from google.genai import types
 from playwright.sync_api import expect
 
 from eval_app import services as eval_services
 from eval_app.evalset_files import parse_eval_set_file
-from eval_app.models import EvalSet
+from eval_app.models import EvalCaseResult, EvalRun, EvalSet
 from sessions_app import services
 from sessions_app.keys import SessionKey
 from sessions_app.models import Session as SessionRow
@@ -78,4 +79,39 @@ def test_the_eval_set_page_shows_run_cases_and_history_first_and_folds_the_metri
     expect(vertex).to_be_disabled()
     expect(page.locator(".group-unavailable")).to_contain_text("safety_v1")
     expect(page.locator("h3.metric-group", has_text="Not available here")).to_contain_text("cannot run offline")
+    assert not page.js_errors
+
+
+# The judged demo's metrics: long upper-case names once made the table 1 671 px wide.
+RUN_METRICS = ["tool_trajectory_avg_score", "final_response_match_v2", "rubric_based_final_response_quality_v1",
+               "final_session_state_match"]
+
+
+def test_a_runs_results_fit_1400_px_with_every_verdict_and_details_link(page, live_server):
+    eval_set = demo_set()
+    run = EvalRun.objects.create(eval_set=eval_set, app_name="trip_planner", status="completed", total=2,
+                                 metrics=[{"metric_name": n, "threshold": 0.5, "criterion": {"threshold": 0.5}}
+                                          for n in RUN_METRICS])
+    for position, case in enumerate(eval_set.cases.all()[:2]):
+        scores = [EvalMetricResult(metric_name=n, threshold=0.5, score=1.0, eval_status=EvalStatus.NOT_EVALUATED)
+                  for n in RUN_METRICS]
+        EvalCaseResult.objects.create(run=run, case=case, eval_id=case.eval_id, position=position, status="passed",
+                                      metrics=[m.model_dump(mode="json") for m in scores], case_data=case.data,
+                                      adk_session_id=f"eval-{run.pk}-{position}-0-a-long-session-id")
+    page.goto(f"{live_server.url}/evals/runs/{run.pk}/")
+    rows = page.locator("#case-results tr")
+    expect(rows).to_have_count(2)
+    box = page.locator("table.results").evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+    assert box[0] <= box[1], box
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    for i in range(2):
+        row = rows.nth(i)
+        expect(row.locator(".badge.verdict")).to_be_in_viewport()
+        expect(row.get_by_role("link", name="details")).to_be_in_viewport()
+    header = page.locator("table.results th.metric-name[title=rubric_based_final_response_quality_v1]")
+    expect(header).to_have_text("rubric_based_final_response_quality_v1")
+    # The case name itself leads to its details.
+    first = rows.first.locator("td.case-name a")
+    first.click()
+    page.wait_for_url(f"**/evals/results/*/")
     assert not page.js_errors
