@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
 from google.adk.evaluation.eval_metrics import EvalMetricResult, EvalStatus
 from google.genai import types
 from playwright.sync_api import expect
@@ -114,4 +115,24 @@ def test_a_runs_results_fit_1400_px_with_every_verdict_and_details_link(page, li
     first = rows.first.locator("td.case-name a")
     first.click()
     page.wait_for_url(f"**/evals/results/*/")
+    assert not page.js_errors
+
+
+def test_a_rewrite_with_an_equal_value_is_muted_not_highlighted_as_a_change(page, live_server):
+    def make() -> int:
+        key = SessionKey("walk_app", "ann", "rewrite-walk")
+        session = services.session_create(app_name=key.app_name, user_id=key.user_id, session_id=key.session_id,
+                                          state={"city": "Lisbon", "n": 1})
+        services.event_append(key=key, event=said("agent", "again", "inv-1").model_copy(
+            update={"actions": EventActions(state_delta={"city": "Lisbon", "n": 2})}))
+        return session.pk
+
+    pk = live_server.call(make)
+    page.goto(f"{live_server.url}/sessions/{pk}/")
+    rewrite, change = page.locator("#event-1 .diff tr[data-key=city]"), page.locator("#event-1 .diff tr[data-key=n]")
+    expect(rewrite).to_have_class("rewrite")
+    expect(rewrite).to_contain_text("unchanged rewrite")
+    background = "el => getComputedStyle(el.querySelector('td.val')).backgroundColor"
+    assert rewrite.evaluate(background) == "rgba(0, 0, 0, 0)"  # no change colour
+    assert change.evaluate(background) != "rgba(0, 0, 0, 0)"
     assert not page.js_errors
