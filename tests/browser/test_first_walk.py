@@ -136,3 +136,21 @@ def test_a_rewrite_with_an_equal_value_is_muted_not_highlighted_as_a_change(page
     assert rewrite.evaluate(background) == "rgba(0, 0, 0, 0)"  # no change colour
     assert change.evaluate(background) != "rgba(0, 0, 0, 0)"
     assert not page.js_errors
+
+
+def test_the_live_session_list_counts_the_rows_that_arrive_and_leave(page, live_server):
+    live_server.call(services.session_create, app_name="walk_list", user_id="ann", session_id="first", state={})
+    page.goto(f"{live_server.url}/apps/walk_list/")
+    count = page.locator("#session-count")
+    expect(count).to_have_text("page 1 of 1 · 1 session")
+    page.wait_for_function(
+        "() => document.querySelector('.session-list')['htmx-internal-data']?.webSocket?.socket?.readyState === 1")
+    for name in ("second", "third"):
+        live_server.call(services.session_create, app_name="walk_list", user_id="bo", session_id=name, state={})
+    expect(page.locator("#session-rows .session-row")).to_have_count(3)
+    expect(count).to_have_text("page 1 of 1 · 3 sessions")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("#session-rows .session-row", has_text="first").get_by_role("link", name="delete").click()
+    expect(page.locator("#session-rows .session-row")).to_have_count(2)
+    expect(count).to_have_text("page 1 of 1 · 2 sessions")
+    assert not page.js_errors
