@@ -154,3 +154,27 @@ def test_the_live_session_list_counts_the_rows_that_arrive_and_leave(page, live_
     expect(page.locator("#session-rows .session-row")).to_have_count(2)
     expect(count).to_have_text("page 1 of 1 · 2 sessions")
     assert not page.js_errors
+
+
+def test_the_history_chart_shows_equal_lines_apart_in_their_own_colours(page, live_server):
+    eval_set = demo_set()
+    names = ["tool_trajectory_avg_score", "response_match_score", "final_session_state_match"]
+    for _ in range(2):
+        run = EvalRun.objects.create(eval_set=eval_set, app_name="trip_planner", status="completed", total=1, done=1,
+                                     passed=1, metrics=[{"metric_name": n, "threshold": 0.5} for n in names])
+        case = eval_set.cases.first()
+        EvalCaseResult.objects.create(run=run, case=case, eval_id=case.eval_id, position=0, status="passed",
+                                      case_data=case.data, metrics=[EvalMetricResult(
+                                          metric_name=n, threshold=0.5, score=1.0, eval_status=EvalStatus.PASSED
+                                      ).model_dump(mode="json") for n in names])
+    page.goto(f"{live_server.url}/evals/sets/{eval_set.pk}/")
+    lines = page.locator("figure.trend polyline")
+    expect(lines).to_have_count(4)  # pass rate and three metrics, all at 1.0
+    drawn = lines.evaluate_all("""ls => ls.map(l => ({colour: l.getAttribute('stroke'),
+        dash: l.getAttribute('stroke-dasharray') || '', y: l.points[0].y,
+        box: l.getBoundingClientRect().height}))""")
+    assert len({d["colour"] for d in drawn}) == 4, drawn
+    assert len({d["y"] for d in drawn}) == 4 and len({d["dash"] for d in drawn}) == 4, drawn
+    # The history table beside it fits the window too.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    assert not page.js_errors
