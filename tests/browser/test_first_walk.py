@@ -2,6 +2,7 @@
 1 400 px: each test is one thing a new user met there."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,13 @@ def test_the_history_chart_shows_equal_lines_apart_in_their_own_colours(page, li
     # The history table beside it fits the window too.
     assert page.evaluate("document.documentElement.scrollWidth") <= 1400
     assert not page.js_errors
+
+
+def test_the_admin_login_says_how_to_make_an_account_in_local_dev(page, live_server, settings):
+    settings.ADKUI_LOCAL_DEV = True
+    page.goto(f"{live_server.url}/admin/")
+    expect(page).to_have_url(re.compile(r"/admin/login/"))
+    expect(page.locator("#admin-login-hint")).to_contain_text("python manage.py createsuperuser")
+    expect(page.locator("#login-form")).to_be_visible()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert re.search(r"admin.{0,80}needs an account even in local dev.{0,120}createsuperuser", readme, re.S)
