@@ -189,3 +189,25 @@ def test_the_admin_login_says_how_to_make_an_account_in_local_dev(page, live_ser
     expect(page.locator("#login-form")).to_be_visible()
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert re.search(r"admin.{0,80}needs an account even in local dev.{0,120}createsuperuser", readme, re.S)
+
+
+def test_adk_web_draws_its_icons_finds_its_theme_and_leads_back(page, live_server):
+    failed: list[str] = []
+    page.on("response", lambda r: r.status >= 400 and r.url.startswith(live_server.url) and failed.append(r.url))
+    page.goto(f"{live_server.url}/dev-ui/")
+    icon = page.locator("mat-icon", has_text="menu").first
+    expect(icon).to_be_visible()
+    # Our faces load (Google's, declared first and overridden, are never fetched).
+    page.wait_for_function("""() => ['Material Icons', 'Material Symbols Outlined'].every(family =>
+        [...document.fonts].some(f => f.family.replace(/"/g, '') === family && f.status === 'loaded'))""")
+    # A ligature drawn as an icon is one glyph that fits its box; as the word "menu" it overflows it.
+    assert icon.evaluate("el => el.scrollWidth <= el.clientWidth + 1"), icon.evaluate("el => [el.scrollWidth, el.clientWidth]")
+    assert not icon.evaluate("""el => { const probe = el.cloneNode(true); probe.style.fontFamily = 'no-such-font';
+        el.parentElement.append(probe); const wide = probe.scrollWidth > probe.clientWidth + 1; probe.remove();
+        return !wide; }""")  # the same box without the font: the word overflows, so the check above can fail
+    expect(page.locator("#prism-theme-style")).to_have_count(1)
+    theme = page.locator("#prism-theme-style").get_attribute("href")
+    assert page.request.get(f"{live_server.url}/dev-ui/{theme.removeprefix('./')}").ok, theme
+    assert failed == []
+    page.locator("#adkui-back").click()
+    expect(page).to_have_url(f"{live_server.url}/")
