@@ -5,15 +5,15 @@ import json
 from typing import Any
 
 from django import template
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
 from google.adk.evaluation.eval_metrics import ToolTrajectoryCriterion
 
 from eval_app import metrics
 from eval_app.selectors import session_url as _session_url
 from eval_app.selectors import status_name
+from sessions_app.templatetags.adkui import breakable
 
 register = template.Library()
+register.filter("breakable", breakable)  # the session pages' filter: long metric names wrap at "_"
 
 
 @register.filter
@@ -33,13 +33,6 @@ def metric_status(entry: dict[str, Any] | None) -> str:
 def table_metrics(run: Any) -> list[str]:
     """The columns of a run's results: the metrics it asked for, then the informational ones."""
     return list(dict.fromkeys([*run.metric_names, *metrics.INFORMATIONAL]))
-
-
-@register.filter
-def breakable(name: str) -> SafeString:
-    """A snake_case name that may wrap after each underscore, so a long metric name
-    takes a narrow column's width instead of widening the table."""
-    return mark_safe("_<wbr>".join(escape(part) for part in str(name).split("_")))  # noqa: S308 (each part escaped)
 
 
 @register.filter

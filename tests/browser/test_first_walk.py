@@ -211,3 +211,37 @@ def test_adk_web_draws_its_icons_finds_its_theme_and_leads_back(page, live_serve
     assert failed == []
     page.locator("#adkui-back").click()
     expect(page).to_have_url(f"{live_server.url}/")
+
+
+def test_names_wrap_only_where_they_may_and_empty_space_goes(page, live_server):
+    def make() -> int:
+        key = SessionKey("trip_planner", "demo_user", "layout-walk")
+        session = services.session_create(app_name=key.app_name, user_id=key.user_id, session_id=key.session_id,
+                                          state={"user:last_destination": "Lisbon", "long_answer": "Done! " * 8})
+        return session.pk
+
+    pk = live_server.call(make)
+    # The session list: a user id on one line, never "demo_use r".
+    page.goto(f"{live_server.url}/apps/trip_planner/")
+    user = page.locator("#session-rows .session-row .user-id").first
+    expect(user).to_have_text("demo_user")
+    lines = "el => { const range = document.createRange(); range.selectNodeContents(el); return range.getClientRects().length; }"
+    assert user.evaluate(lines) == 1
+    # An agent-graph label in full, on two lines if it must (memory_demo's remember_preference).
+    page.goto(f"{live_server.url}/apps/memory_demo/")
+    node = page.locator(".graph-node[data-node=remember_preference]")
+    assert node.locator("text.graph-label").all_text_contents() == ["remember_", "preference"]
+    assert "…" not in node.text_content()
+    # A new session: no tall empty timeline; the state panel gives its values half the width.
+    page.goto(f"{live_server.url}/sessions/{pk}/")
+    expect(page.locator("#live-label")).to_have_text("live")
+    assert page.locator("#timeline").bounding_box()["height"] < 150
+    value = page.locator("#state-table tr[data-key=long_answer] td.val").bounding_box()
+    table = page.locator("#state-table").bounding_box()
+    assert value["width"] >= 0.45 * table["width"], (value, table)
+    # A table followed by a card keeps a gap to it (the home page's apps table, then "Recent sessions").
+    page.goto(f"{live_server.url}/")
+    gap = page.evaluate("""() => { const t = document.querySelector('table.list + .card');
+        return t.getBoundingClientRect().top - t.previousElementSibling.getBoundingClientRect().bottom; }""")
+    assert gap >= 10, gap
+    assert not page.js_errors
