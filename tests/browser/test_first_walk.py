@@ -245,3 +245,12 @@ def test_names_wrap_only_where_they_may_and_empty_space_goes(page, live_server):
         return t.getBoundingClientRect().top - t.previousElementSibling.getBoundingClientRect().bottom; }""")
     assert gap >= 10, gap
     assert not page.js_errors
+
+
+def test_each_home_page_example_has_its_own_description(page, live_server):
+    page.goto(f"{live_server.url}/")
+    lisbon = page.locator("#get-started li", has_text="What is the weather in Lisbon?")
+    atlantis = page.locator("#get-started li", has_text="And the weather in Atlantis?")
+    expect(lisbon).to_contain_text("calls get_weather")
+    expect(lisbon).not_to_contain_text("Atlantis has no weather station")
+    expect(atlantis).to_contain_text("Atlantis has no weather station: a tool error")
