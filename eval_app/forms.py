@@ -85,10 +85,9 @@ def _parse(upload: Any, parse: Any) -> Any:
 # options its criterion type has: the form builds ADK's test_config `criteria`
 # and `metrics.eval_metrics` validates them with ADK's EvalConfig.
 
-DETERMINISTIC, JUDGE, INFORMATIONAL = "deterministic", "judge", "informational"
+DETERMINISTIC, JUDGE, INFORMATIONAL, UNAVAILABLE = "deterministic", "judge", "informational", "unavailable"
 GROUP_NOTES = {
-    DETERMINISTIC: "No judge model of the run's: computed by ADK's evaluators (a few of ADK's, such as safety_v1, "
-                   "are scored through Vertex AI and need a Google Cloud project).",
+    DETERMINISTIC: "No judge model of the run's: computed by ADK's evaluators.",
     JUDGE: "Asked of the judge model: the run's unless the metric names its own.",
     INFORMATIONAL: "ADK reports these for every case; they never pass or fail.",
 }
@@ -96,6 +95,7 @@ GROUP_TITLES = {
     DETERMINISTIC: "Deterministic metrics",
     JUDGE: "LLM-as-judge metrics",
     INFORMATIONAL: "Informational (recorded for every run)",
+    UNAVAILABLE: "Not available here",
 }
 RUBRIC_LINE = re.compile(r"^(?P<id>[A-Za-z0-9_.-]{1,64}):\s+(?P<text>\S.*)$")
 
@@ -108,6 +108,11 @@ class MetricRow:
     group: str
     options: tuple[str, ...]
     fields: dict[str, Any] = field(default_factory=dict)
+    unavailable: str = ""  # why it cannot run here (it needs Vertex AI): offered, but not to tick
+
+    @property
+    def chosen(self) -> bool:
+        return "on" in self.fields and bool(self.fields["on"].value())
 
     @property
     def name(self) -> str:
@@ -201,7 +206,7 @@ class RunForm(forms.Form):
                               widget=forms.RadioSelect)
     eval_ids = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
     judge_model = forms.CharField(required=False, max_length=255, label="Judge model",
-                                  help_text="any model ADK can load (Gemini, LiteLLM names); blank: the default")
+                                  help_text="any model ADK can load (Gemini, LiteLLM names)")
     repeats = forms.IntegerField(min_value=1, max_value=50, initial=1)
     user_simulator_config = forms.CharField(
         required=False, label="User simulator", widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
@@ -216,16 +221,21 @@ class RunForm(forms.Form):
         self.fields["eval_ids"].choices = [(i, i) for i in selectors.eval_case_ids(eval_set)]
         self.default_judge_model = judges.default_judge_model()
         self.fields["judge_model"].widget.attrs["placeholder"] = self.default_judge_model
-        self.rows = [MetricRow(info, _group(info), _metric_options(info.metric_name))
+        self.rows = [MetricRow(info, _group(info), _metric_options(info.metric_name),
+                               unavailable=judges.metric_unavailable_reason(info.metric_name))
                      for info in metrics.metrics_info()]
         for row in self.rows:
             if row.group == INFORMATIONAL:
                 continue
-            self.fields[self.key(row.name, "on")] = forms.BooleanField(required=False, label=row.name)
+            # Disabled in the browser only: a crafted post still gets the check's one clear error.
+            attrs = {"disabled": True, "title": row.unavailable} if row.unavailable else {}
+            self.fields[self.key(row.name, "on")] = forms.BooleanField(
+                required=False, label=row.name, widget=forms.CheckboxInput(attrs=attrs))
             for option in row.options:
                 self.fields[self.key(row.name, option)] = _option_field(row.info, option)
         known = {r.name for r in self.rows if r.group != INFORMATIONAL}
         self.unknown_saved = sorted(name for name in eval_set.criteria or {} if name not in known)
+        self.unavailable_saved = sorted(r.name for r in self.rows if r.unavailable and r.name in (eval_set.criteria or {}))
         if not self.is_bound:
             self.initial.update(self._initial_from_criteria(eval_set.criteria or metrics.default_criteria()))
             if eval_set.app_name:
@@ -245,13 +255,29 @@ class RunForm(forms.Form):
         return f"{metric_name}__{option}"
 
     def groups(self) -> list[tuple[str, str, str, list[MetricRow]]]:
-        return [(group, GROUP_TITLES[group], GROUP_NOTES[group], [r for r in self.rows if r.group == group])
-                for group in (DETERMINISTIC, JUDGE, INFORMATIONAL) if any(r.group == group for r in self.rows)]
+        def group_of(row: MetricRow) -> str:
+            return UNAVAILABLE if row.unavailable else row.group
+
+        def note(group: str, rows: list[MetricRow]) -> str:
+            # Every metric that cannot run here is a Vertex one: one reason, said once for the group.
+            return f"Each is {rows[0].unavailable}." if group == UNAVAILABLE else GROUP_NOTES[group]
+
+        grouped = {g: [r for r in self.rows if group_of(r) == g] for g in (DETERMINISTIC, JUDGE, INFORMATIONAL, UNAVAILABLE)}
+        return [(group, GROUP_TITLES[group], note(group, rows), rows) for group, rows in grouped.items() if rows]
+
+    def chosen_names(self) -> list[str]:
+        """The metrics ticked as the form shows them (before or after a post)."""
+        return [row.name for row in self.rows if row.chosen]
+
+    def metrics_need_attention(self) -> bool:
+        """Whether the metric list must open: an error in it, or saved criteria left out."""
+        keys = {self.key(row.name, option) for row in self.rows for option in ("on", *row.options)}
+        return bool(self.unknown_saved or self.unavailable_saved or keys & set(self.errors))
 
     def _initial_from_criteria(self, criteria: dict[str, Any]) -> dict[str, Any]:
         initial: dict[str, Any] = {}
         for row in self.rows:
-            if row.name not in criteria or row.group == INFORMATIONAL:
+            if row.name not in criteria or row.group == INFORMATIONAL or row.unavailable:
                 continue
             initial[self.key(row.name, "on")] = True
             for option, value in _criterion_options(criteria[row.name]).items():

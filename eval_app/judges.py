@@ -618,17 +618,22 @@ def check_model(name: str) -> None:
         raise ValueError(f"The model {name!r} needs LiteLLM: pip install litellm.")
 
 
-def check_metric_available(metric_name: str) -> None:
-    """Raises ValueError when a metric needs Vertex AI and nothing is configured for it."""
+def metric_unavailable_reason(metric_name: str) -> str:
+    """Why a metric cannot run here ("" when it can): what a Vertex-only metric needs and nothing configures."""
     if metric_name not in VERTEX_METRICS:
-        return
+        return ""
     has_key = bool(os.environ.get("GOOGLE_API_KEY"))
     has_project = bool(os.environ.get("GOOGLE_CLOUD_PROJECT")) and bool(os.environ.get("GOOGLE_CLOUD_LOCATION"))
-    if not (has_key or has_project):
-        raise ValueError(
-            f"{metric_name} is computed by Vertex AI's Gen AI Eval service, not by a judge model, so it "
-            "cannot run offline: set GOOGLE_API_KEY, or GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION."
-        )
+    if has_key or has_project:
+        return ""
+    return ("computed by Vertex AI's Gen AI Eval service, not by a judge model, so it cannot run offline: "
+            "set GOOGLE_API_KEY, or GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION")
+
+
+def check_metric_available(metric_name: str) -> None:
+    """Raises ValueError when a metric needs Vertex AI and nothing is configured for it."""
+    if reason := metric_unavailable_reason(metric_name):
+        raise ValueError(f"{metric_name} is {reason}.")
 
 
 def user_simulator_provider(run_user_simulator_config: Optional[dict], judge_model: str) -> UserSimulatorProvider:

@@ -233,7 +233,15 @@ def run_history(eval_set: EvalSet, *, limit: int = 30) -> list[RunSummary]:
     ]
 
 
-SERIES_COLOURS = {"pass rate": "#0b8043", "tool_trajectory_avg_score": "#1a73e8", "response_match_score": "#8e44ad"}
+# One colour, dash pattern and marker per line, in the order the lines are drawn
+# (pass rate first): distinct colours as far as they go (Okabe-Ito's, readable
+# with colour blindness, darkened where pale on white), and lines of equal
+# values stay apart by their dashes, markers and widths (see `ChartSeries`).
+SERIES_COLOURS = ("#0b8043", "#0072b2", "#d55e00", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#8c7b00")
+SERIES_DASHES = ("", "7 4", "2 3", "10 3 2 3", "4 2", "1 4")
+SERIES_MARKERS = ("circle", "square", "diamond", "triangle")
+MARKER_R = 3.0
+EQUAL_OFFSET = 3.0  # px between lines of equal value
 
 
 def history_metric_names(history: list[RunSummary]) -> list[str]:
@@ -253,7 +261,47 @@ class ChartPoint:
 class ChartSeries:
     name: str
     colour: str
+    index: int = 0  # drawing order: a later line is narrower and dashed, so one on top of another leaves it visible
+    count: int = 1
     points: list[ChartPoint] = field(default_factory=list)
+
+    @property
+    def dash(self) -> str:
+        return SERIES_DASHES[self.index % len(SERIES_DASHES)]
+
+    @property
+    def _below(self) -> int:
+        """How many lines are drawn after this one (capped: a wide line would hide its slope)."""
+        return min(self.count - 1 - self.index, 3)
+
+    @property
+    def width(self) -> float:
+        return 1.5 + 1.5 * self._below
+
+    @property
+    def marker(self) -> str:
+        return SERIES_MARKERS[self.index % len(SERIES_MARKERS)]
+
+    def marker_path(self, x: float, y: float, r: float | None = None) -> str:
+        """The SVG path of this series' marker centred on (x, y); an earlier line's is larger,
+        so the marker drawn on top of it at the same value leaves a rim of it showing."""
+        r = MARKER_R + 1.5 * self._below if r is None else r
+        shape = self.marker
+        if shape == "square":
+            return f"M{x - r:.1f},{y - r:.1f}h{2 * r:.1f}v{2 * r:.1f}h{-2 * r:.1f}z"
+        if shape == "diamond":
+            return f"M{x:.1f},{y - r - 1:.1f}L{x + r + 1:.1f},{y:.1f}L{x:.1f},{y + r + 1:.1f}L{x - r - 1:.1f},{y:.1f}z"
+        if shape == "triangle":
+            return f"M{x:.1f},{y - r - 1:.1f}L{x + r + 1:.1f},{y + r:.1f}L{x - r - 1:.1f},{y + r:.1f}z"
+        return f"M{x - r:.1f},{y:.1f}a{r},{r} 0 1,0 {2 * r:.1f},0a{r},{r} 0 1,0 {-2 * r:.1f},0"
+
+    @property
+    def markers(self) -> list[tuple[ChartPoint, str]]:
+        return [(p, self.marker_path(p.x, p.y)) for p in self.points]
+
+    @property
+    def legend_marker(self) -> str:
+        return self.marker_path(14, 6, 3.5)
 
     @property
     def polyline(self) -> str:
@@ -287,14 +335,29 @@ def trend_chart(history: list[RunSummary], *, width: int = 640, height: int = 18
     chart.labels = [(x, h.run.pk) for x, h in zip(xs, finished)]
     names = ["pass rate"] + sorted({n for h in finished for n in h.metric_means})
     for name in names:
-        series = ChartSeries(name, SERIES_COLOURS.get(name, "#b06000"))
+        series = ChartSeries(name, "")
         for x, summary in zip(xs, finished):
             value = summary.pass_rate if name == "pass rate" else summary.metric_means.get(name)
             if value is not None:
                 series.points.append(ChartPoint(x, chart.y_of(min(max(value, 0.0), 1.0)), value, summary.run.pk))
         if series.points:
             chart.series.append(series)
+    for index, series in enumerate(chart.series):
+        series.index, series.count = index, len(chart.series)
+        series.colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
+    _part_equal_points(chart.series)
     return chart
+
+
+def _part_equal_points(series: list[ChartSeries]) -> None:
+    """A point at the value an earlier line has at the same run is drawn EQUAL_OFFSET px
+    above it (the title keeps the value), so no line hides wholly under another."""
+    seen: dict[tuple[float, float], int] = defaultdict(int)
+    for line in series:
+        for point in line.points:
+            spot = (round(point.x, 3), round(point.y, 3))
+            point.y -= EQUAL_OFFSET * seen[spot]
+            seen[spot] += 1
 
 
 # ---- one case result --------------------------------------------------------

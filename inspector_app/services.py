@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 
 from sessions_app.keys import SessionKey
+from sessions_app.models import Event, Session
 
 from .capping import cap
 from .models import AgentRun, ModelCall, ToolCall
@@ -113,3 +114,38 @@ def recordings_delete(*, key: SessionKey) -> int:
     covers sessions we store; this covers the rest)."""
     where = {"app_name": key.app_name, "user_id": key.user_id, "adk_session_id": key.session_id}
     return sum(model.objects.filter(**where).delete()[0] for model in (AgentRun, ModelCall, ToolCall))
+
+
+@transaction.atomic
+def recordings_copy(*, source: Session, fork: Session, upto_seq: int) -> int:
+    """The records of what a fork copied: the model and tool calls and agent runs
+    behind events #1..#upto_seq of `source`, now also the fork's (a fork's events
+    are the source's, so its inspector, trace and token totals are too).
+
+    Every record of an invocation copied whole is copied. Of an invocation the
+    fork cuts, a model or tool call is copied when the event it produced is
+    (ADK makes an event before the call that fills it, so times cannot tell),
+    and an agent run when it started before the first event left out."""
+    copied = Event.objects.filter(session=source, seq__gte=1, seq__lte=upto_seq)
+    ids = set(copied.values_list("event_id", flat=True))
+    invocations = set(copied.values_list("invocation_id", flat=True))
+    following = Event.objects.filter(session=source, seq=upto_seq + 1).first()
+    cut = following if following is not None and following.invocation_id in invocations else None
+    moved = {"session_id": fork.pk, "app_name": fork.app.name, "user_id": fork.user_id, "adk_session_id": fork.session_id}
+    total = 0
+    for model in (AgentRun, ModelCall, ToolCall):
+        rows = model.objects.filter(session=source, invocation_id__in=invocations).order_by("pk")
+        copies = [model(**{**_fields(row), **moved}) for row in rows.iterator()
+                  if cut is None or row.invocation_id != cut.invocation_id or _before(row, cut, ids)]
+        total += len(model.objects.bulk_create(copies))
+    return total
+
+
+def _before(row: AgentRun | ModelCall | ToolCall, cut: Event, copied_ids: set[str]) -> bool:
+    if isinstance(row, AgentRun):
+        return row.started_at < cut.timestamp
+    return row.event_id in copied_ids
+
+
+def _fields(row: Any) -> dict[str, Any]:
+    return {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields if not f.primary_key}

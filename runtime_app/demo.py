@@ -102,7 +102,7 @@ def scripted_phrases(root: BaseAgent | AdkApp) -> list[Phrase]:
     for agent in _agent_tree(top):
         model = getattr(agent, "model", None)
         for rule in model.rules if isinstance(model, ScriptedModel) else []:
-            phrases += [Phrase(text, rule.description, "" if agent is top else agent.name) for text in rule.examples
+            phrases += [Phrase(text, rule.example_description(text), "" if agent is top else agent.name) for text in rule.examples
                         if text not in {p.text for p in phrases}]
     return phrases
 

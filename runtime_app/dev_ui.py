@@ -13,6 +13,12 @@ WebAssembly. These views, and only these, answer with a policy allowing that
 much and no more: the index's own inline handlers and scripts by hash, no
 inline script otherwise, no eval (zod, its validator, tries `new Function`
 once to see whether it may; refused, it validates without).
+
+Three things are added to what the wheel ships (files in static/adkui/dev_ui/,
+see its SOURCES.txt): the two Prism themes adk-web links but the wheel lacks,
+its two icon fonts served from here (declared after the index's own
+@font-face rules, so they win and the icons draw without Google's servers),
+and a link back to adkui.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ from typing import Any
 import google.adk.cli
 from csp.constants import NONE, SELF
 from csp.decorators import csp_replace
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.urls import path, reverse
@@ -36,6 +43,19 @@ from whitenoise.middleware import WhiteNoiseMiddleware
 
 PREFIX = "/dev-ui/"
 BUNDLE = Path(google.adk.cli.__file__).resolve().parent / "browser"
+OURS = Path(settings.BASE_DIR) / "static" / "adkui" / "dev_ui"
+# Before </head>: the icon fonts, last, so these rules win over the index's own
+# (the same families on Google's servers). Before </body>: the way back.
+_HEAD_ADDITIONS = """<style>
+@font-face{font-family:'Material Icons';font-style:normal;font-weight:400;font-display:block;
+  src:url(./fonts/material-icons-latin-400-normal.woff2) format('woff2')}
+@font-face{font-family:'Material Symbols Outlined';font-style:normal;font-weight:400;font-display:block;
+  src:url(./fonts/material-symbols-outlined-latin-400-normal.woff2) format('woff2')}
+#adkui-back{position:fixed;left:8px;bottom:8px;z-index:10000;padding:3px 10px;border-radius:12px;
+  font:12px/1.6 system-ui,sans-serif;background:#202124;color:#fff;text-decoration:none;opacity:.85}
+#adkui-back:hover{opacity:1}
+</style>
+"""
 GOOGLE_FONTS = ["https://fonts.googleapis.com", "https://fonts.gstatic.com"]
 # Angular's output names: main-KCUV4MHY.js, chunk-25OK43GT.js, styles-4R3GDHUZ.css.
 HASHED_NAME = r"-[0-9A-Z]{8}\.(js|css)$"
@@ -50,8 +70,22 @@ def _files() -> WhiteNoise:
 
 
 @functools.cache
-def _index_html() -> bytes:
+def _our_files() -> WhiteNoise:
+    return WhiteNoise(None, root=str(OURS), prefix=PREFIX)
+
+
+@functools.cache
+def _wheel_index_html() -> bytes:
     return (BUNDLE / "index.html").read_bytes()
+
+
+@functools.cache
+def _index_html() -> bytes:
+    """The wheel's index with our fonts and the link back to adkui (no script or handler added)."""
+    html = _wheel_index_html().decode("utf-8")
+    back = f'<a id="adkui-back" href="{reverse("runtime:app_list")}" title="back to adkui">← adkui</a>\n'
+    html = html.replace("</head>", _HEAD_ADDITIONS + "</head>", 1).replace("</body>", back + "</body>", 1)
+    return html.encode("utf-8")
 
 
 def _sha256(text: str) -> str:
@@ -116,7 +150,8 @@ def runtime_config(request: HttpRequest) -> HttpResponseBase:
 @require_safe
 @adk_web_policy
 def asset(request: HttpRequest, name: str) -> HttpResponseBase:
-    static_file = _files().files.get(PREFIX + name)
+    # The wheel's own file first: if a later wheel ships a Prism theme, it is the one meant.
+    static_file = _files().files.get(PREFIX + name) or _our_files().files.get(PREFIX + name)
     if static_file is None:
         raise Http404(f"adk-web has no file {name!r}.")
     return WhiteNoiseMiddleware.serve(static_file, request)

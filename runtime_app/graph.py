@@ -39,7 +39,9 @@ START = "__START__"  # ADK's name for a workflow's entry, drawn as an edge from 
 NODE_W, NODE_H = 136, 44
 GAP_X, GAP_Y, PAD = 28, 14, 8
 LOOP_DIP = 36  # how far below its nodes an edge that goes back (a loop) dips
-LABEL_CHARS = 16  # what fits a node at 12px; the whole name is in its <title>
+LABEL_CHARS = 16  # what fits a line of a node at 12px; a longer name takes two lines, its whole self in <title>
+LINE_H = 14  # a label's second line makes every node of that graph this much taller
+_BREAKS = "_-. "  # where a long name is best wrapped: after one of these, as near the line's end as can be
 SVG_NS = "http://www.w3.org/2000/svg"
 # Characters XML 1.0 does not allow at all: a name holding one would make the SVG not well-formed.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
@@ -158,13 +160,14 @@ def layout(graph: Graph) -> dict[str, Place]:
     level with the nodes it leads to (a parent beside its children), never two
     overlapping. Deterministic: the same graph gives the same picture."""
     layers = _layers(graph)
+    height = node_height(graph)
     before, after = _neighbours(graph)
     depth = {node.key: d for d, layer in enumerate(layers) for node in layer}
     ys: dict[str, float] = {}
     for d, layer in enumerate(layers):
-        _stack(layer, ys, {n.key: _mean([ys[k] for k in before[n.key] if depth.get(k, d) < d]) for n in layer})
+        _stack(layer, ys, {n.key: _mean([ys[k] for k in before[n.key] if depth.get(k, d) < d]) for n in layer}, height)
     for d in range(len(layers) - 2, -1, -1):
-        _stack(layers[d], ys, {n.key: _mean([ys[k] for k in after[n.key] if depth.get(k, d) > d]) for n in layers[d]})
+        _stack(layers[d], ys, {n.key: _mean([ys[k] for k in after[n.key] if depth.get(k, d) > d]) for n in layers[d]}, height)
     top = min(ys.values(), default=0.0)
     return {
         node.key: Place(node, PAD + d * (NODE_W + GAP_X), PAD + round(ys[node.key] - top), d)
@@ -172,7 +175,23 @@ def layout(graph: Graph) -> dict[str, Place]:
     }
 
 
-def _stack(layer: list[Node], ys: dict[str, float], wanted: dict[str, float | None]) -> None:
+def node_height(graph: Graph) -> int:
+    """NODE_H, or taller for the whole graph when a name needs a second line."""
+    lines = max((len(label_lines(n.label)) for n in graph.nodes), default=1)
+    return NODE_H + LINE_H * (lines - 1)
+
+
+def label_lines(label: str) -> list[str]:
+    """A name as it fits a node: one line, or two wrapped after a separator near the
+    first line's end (else at its end); a name too long even for two ends in "…"."""
+    if len(label) <= LABEL_CHARS:
+        return [label]
+    cut = max((i + 1 for i, c in enumerate(label[:LABEL_CHARS]) if c in _BREAKS), default=LABEL_CHARS)
+    first, rest = label[:cut], label[cut:]
+    return [first, rest if len(rest) <= LABEL_CHARS else rest[: LABEL_CHARS - 1] + "…"]
+
+
+def _stack(layer: list[Node], ys: dict[str, float], wanted: dict[str, float | None], height: int) -> None:
     """Put each node of a layer at its wanted height (kept where it is, or below
     the last, when it wants none), in that order, pushed down where they would overlap."""
     def want(node: Node) -> float:
@@ -183,7 +202,7 @@ def _stack(layer: list[Node], ys: dict[str, float], wanted: dict[str, float | No
     for node in sorted(layer, key=want):  # sorted() is stable: ties keep the order nodes were found in
         y = want(node) if floor is None else max(want(node), floor)
         ys[node.key] = y
-        floor = y + NODE_H + GAP_Y
+        floor = y + height + GAP_Y
 
 
 def _mean(values: list[float]) -> float | None:
@@ -243,7 +262,8 @@ def svg(graph: Graph, stats: dict[str, NodeStats] | None = None) -> SafeString:
     `stats` (a session's), each node shows its calls and time and carries them
     as data-calls / data-seconds for the live updates."""
     places = layout(graph)
-    width, height = _size(graph, places)
+    node_h = node_height(graph)
+    width, height = _size(graph, places, node_h)
     root = ET.Element("svg", {
         "xmlns": SVG_NS, "class": "agent-graph-svg", "viewBox": f"0 0 {width} {height}",
         "width": str(width), "height": str(height), "role": "img", "aria-label": "agent graph",
@@ -251,15 +271,15 @@ def svg(graph: Graph, stats: dict[str, NodeStats] | None = None) -> SafeString:
     _arrow(root)
     for edge in graph.edges:
         if edge.source in places and edge.target in places:
-            _edge(root, edge, places[edge.source], places[edge.target])
+            _edge(root, edge, places[edge.source], places[edge.target], node_h)
     for place in places.values():
-        _node(root, place, stats)
+        _node(root, place, stats, node_h)
     return mark_safe(ET.tostring(root, encoding="unicode"))  # ElementTree escapes every name and label
 
 
-def _size(graph: Graph, places: dict[str, Place]) -> tuple[int, int]:
+def _size(graph: Graph, places: dict[str, Place], node_h: int) -> tuple[int, int]:
     width = max((p.x + NODE_W for p in places.values()), default=0) + PAD
-    height = max((p.y + NODE_H for p in places.values()), default=0) + PAD
+    height = max((p.y + node_h for p in places.values()), default=0) + PAD
     if any(_goes_back(places[e.source], places[e.target]) for e in graph.edges if e.source in places and e.target in places):
         height += LOOP_DIP
     return width, height
@@ -278,16 +298,16 @@ def _arrow(root: ET.Element) -> None:
     ET.SubElement(marker, "path", {"d": "M 0 0 L 10 5 L 0 10 z", "class": "graph-arrow"})
 
 
-def _edge(root: ET.Element, edge: Edge, source: Place, target: Place) -> None:
+def _edge(root: ET.Element, edge: Edge, source: Place, target: Place, node_h: int) -> None:
     if _goes_back(source, target):  # a loop or a step within one layer: under the nodes
-        x1, y1 = source.x + NODE_W // 2, source.y + NODE_H
-        x2, y2 = target.x + NODE_W // 2, target.y + NODE_H
+        x1, y1 = source.x + NODE_W // 2, source.y + node_h
+        x2, y2 = target.x + NODE_W // 2, target.y + node_h
         dip = max(y1, y2) + LOOP_DIP
         path = f"M {x1} {y1} C {x1} {dip}, {x2} {dip}, {x2} {y2}"
         middle = ((x1 + x2) // 2, dip - 4)
     else:
-        x1, y1 = source.x + NODE_W, source.y + NODE_H // 2
-        x2, y2 = target.x, target.y + NODE_H // 2
+        x1, y1 = source.x + NODE_W, source.y + node_h // 2
+        x2, y2 = target.x, target.y + node_h // 2
         bend = (x2 - x1) // 2
         path = f"M {x1} {y1} C {x1 + bend} {y1}, {x2 - bend} {y2}, {x2} {y2}"
         middle = ((x1 + x2) // 2, (y1 + y2) // 2 - 3)
@@ -300,7 +320,7 @@ def _edge(root: ET.Element, edge: Edge, source: Place, target: Place) -> None:
         label.text = _xml(edge.label)
 
 
-def _node(root: ET.Element, place: Place, stats: dict[str, NodeStats] | None) -> None:
+def _node(root: ET.Element, place: Place, stats: dict[str, NodeStats] | None, node_h: int) -> None:
     node = place.node
     attrs = {
         "id": node.dom_id, "class": f"graph-node kind-{node.kind}", "data-node": _xml(node.key),
@@ -311,11 +331,12 @@ def _node(root: ET.Element, place: Place, stats: dict[str, NodeStats] | None) ->
         attrs |= {"data-calls": str(mine.calls if mine else 0), "data-seconds": f"{mine.seconds if mine else 0.0:.6f}"}
     group = ET.SubElement(root, "g", attrs)
     ET.SubElement(group, "title").text = _xml(f"{node.key} ({node.kind})")
-    ET.SubElement(group, "rect", {"width": str(NODE_W), "height": str(NODE_H), "rx": "8"})
-    label = node.label if len(node.label) <= LABEL_CHARS else node.label[: LABEL_CHARS - 1] + "…"
-    ET.SubElement(group, "text", {"x": "10", "y": "18", "class": "graph-label"}).text = _xml(label)
+    ET.SubElement(group, "rect", {"width": str(NODE_W), "height": str(node_h), "rx": "8"})
+    lines = label_lines(node.label)
+    for i, text in enumerate(lines):
+        ET.SubElement(group, "text", {"x": "10", "y": str(18 + LINE_H * i), "class": "graph-label"}).text = _xml(text)
     line = stats_text(mine) if stats is not None else node.kind
-    ET.SubElement(group, "text", {"x": "10", "y": "35", "class": "graph-stats"}).text = line
+    ET.SubElement(group, "text", {"x": "10", "y": str(35 + LINE_H * (len(lines) - 1)), "class": "graph-stats"}).text = line
 
 
 def _xml(text: str) -> str:

@@ -220,13 +220,15 @@ class Rule(BaseModel):
     ``examples`` are messages the rule answers and ``description`` says what
     it does, for people: the home page lists them so a newcomer knows what to
     type. Each example must match the pattern, so the list cannot drift from it.
+    Give ``examples`` as a dict (message -> what happens to it) when one
+    description cannot serve them all (a city with weather, one without).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     pattern: Union[str, re.Pattern[str]]
     replies: list[ReplySource]
-    examples: list[str] = Field(default_factory=list)
+    examples: Union[list[str], dict[str, str]] = Field(default_factory=list)
     description: str = ""
 
     @model_validator(mode="after")
@@ -235,6 +237,11 @@ class Rule(BaseModel):
         if unmatched:
             raise ValueError(f"Rule examples must match its pattern; these do not: {unmatched}")
         return self
+
+    def example_description(self, example: str) -> str:
+        if isinstance(self.examples, dict):
+            return self.examples[example] or self.description
+        return self.description
 
     def matches(self, user_text: str) -> bool:
         if isinstance(self.pattern, re.Pattern):

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from google.adk.sessions.state import State
 
+from inspector_app.services import recordings_copy
 from memory_app.services import session_end
 from sessions_app import broadcast as session_broadcast
 from sessions_app import services as session_services
@@ -86,3 +87,12 @@ def session_reset(*, session: Session) -> Session:
     long-term memory when ADKUI_MEMORY_OFFLOAD includes "reset"."""
     session_end(session=session, reason="reset")
     return session_services.session_create(app_name=session.app.name, user_id=session.user_id)
+
+
+@transaction.atomic
+def session_fork(*, session: Session, seq: int) -> Session:
+    """A fork (see `sessions_app.services.session_fork`) with the inspector's records
+    of the events it copied, so its model calls and tokens show as its events' do."""
+    fork = session_services.session_fork(session=session, seq=seq)
+    recordings_copy(source=session, fork=fork, upto_seq=seq)
+    return fork

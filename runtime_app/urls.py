@@ -18,6 +18,7 @@ urlpatterns = [
     path("sessions/<int:pk>/rewind/", views.rewind_preview, name="rewind_preview"),
     path("sessions/<int:pk>/rewind/apply/", views.rewind_apply, name="rewind_apply"),
     path("sessions/<int:pk>/fork/", views.session_fork, name="session_fork"),
+    path("sessions/<int:pk>/fork/preview/", views.fork_preview, name="fork_preview"),
     path("sessions/<int:pk>/reset/", views.session_reset, name="session_reset"),
     path("sessions/<int:pk>/replay/start/", replay_views.replay_start, name="replay_start"),
     path("sessions/<int:pk>/replay/", replay_views.replay_detail, name="replay_detail"),

@@ -227,15 +227,30 @@ async def rewind_apply(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "runtime_app/partials/rewind_done.html", {"invocation_id": invocation_id})
 
 
+def _fork_seq(session: Session, value: str | None) -> int:
+    seq = int_or_404(value)
+    if seq is None or not 0 <= seq <= session.revision:
+        raise Http404("No such event to fork from.")
+    return seq
+
+
+@require_GET
+def fork_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    """What a fork at an event would copy, asked in the page (as rewind asks) before it is made."""
+    session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
+    seq = _fork_seq(session, request.GET.get("seq"))
+    state = selectors.state_as_of(session, seq).session
+    return render(request, "runtime_app/partials/fork_preview.html",
+                  {"session": session, "seq": seq, "state": sorted(state.items())})
+
+
 @require_POST
 def session_fork(request: HttpRequest, pk: int) -> HttpResponse:
     """A new session of the same user continuing this one's history up to an event
     (see `sessions_app.services.session_fork` for what is copied)."""
     session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
-    seq = int_or_404(request.POST.get("seq"))
-    if seq is None or not 0 <= seq <= session.revision:
-        raise Http404("No such event to fork from.")
-    fork = services.session_fork(session=session, seq=seq)
+    seq = _fork_seq(session, request.POST.get("seq"))
+    fork = runtime_services.session_fork(session=session, seq=seq)
     url = reverse("runtime:session_detail", args=[fork.pk])
     return HttpResponseClientRedirect(url) if request.htmx else HttpResponse(status=303, headers={"Location": url})
 

@@ -8,6 +8,7 @@ key histories and "state as of an event" are queries, not replays.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import models
@@ -262,6 +263,13 @@ class StateChange(models.Model):
     @property
     def is_cleared(self) -> bool:
         return self.new_value is None
+
+    @property
+    def is_rewrite(self) -> bool:
+        """The key was written again with the value it had: stored (it is history), but no change.
+        Compared as JSON text, so 1 -> 1.0 or 1 -> true still count as changes."""
+        return (self.existed_before and self.new_value is not None
+                and json.dumps(self.old_value, sort_keys=True) == json.dumps(self.new_value, sort_keys=True))
 
     def as_dict(self) -> dict[str, Any]:
         return {

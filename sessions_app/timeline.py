@@ -338,7 +338,7 @@ def state_panel(session: Session, seq: int | None) -> dict[str, Any]:
     state = selectors.current_state(session) if seq is None else selectors.state_as_of(session, seq)
     changed = set()
     if seq is not None:
-        changed = {SCOPE_PREFIXES[c.scope] + c.key for c in selectors.changes_of(session, seq)}
+        changed = {SCOPE_PREFIXES[c.scope] + c.key for c in selectors.changes_of(session, seq) if not c.is_rewrite}
     rows = [
         {"scope": scope, "key": SCOPE_PREFIXES[scope] + key, "value": value, "changed": SCOPE_PREFIXES[scope] + key in changed}
         for scope, values in state.by_scope()

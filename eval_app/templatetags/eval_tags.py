@@ -10,8 +10,10 @@ from google.adk.evaluation.eval_metrics import ToolTrajectoryCriterion
 from eval_app import metrics
 from eval_app.selectors import session_url as _session_url
 from eval_app.selectors import status_name
+from sessions_app.templatetags.adkui import breakable
 
 register = template.Library()
+register.filter("breakable", breakable)  # the session pages' filter: long metric names wrap at "_"
 
 
 @register.filter

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import re
 import threading
 from typing import Any
 
@@ -11,6 +12,7 @@ import markdown as md
 import nh3
 from django import template
 from django.urls import get_resolver, get_script_prefix, get_urlconf, reverse
+from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
@@ -65,6 +67,16 @@ def _reversed(resolver: Any, prefix: str, viewname: str, args: tuple[Any, ...]) 
     # The resolver (a new one after the URLconf changes) and the script prefix
     # are part of the key: the same name and args reverse as `{% url %}` would.
     return reverse(viewname, args=args)
+
+
+_BREAK_AFTER = re.compile(r"(?<=[_:])")
+
+
+@register.filter
+def breakable(name: Any) -> SafeString:
+    """A name (snake_case, a scoped key) that may wrap after each "_" and ":", never
+    inside a word: a long name takes a narrow column's width instead of widening it."""
+    return mark_safe("<wbr>".join(escape(part) for part in _BREAK_AFTER.split(str(name))))  # each part escaped
 
 
 @register.filter

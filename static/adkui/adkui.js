@@ -164,6 +164,37 @@
     if (count && seq > parseInt(count.textContent, 10)) count.textContent = seq;
   });
 
+  // The app's session list: a live row (or a deleted one) changes the count
+  // under it. Rows are counted by id, so a row pushed twice counts once.
+  function sessionRowIds() {
+    return new Set(Array.prototype.map.call(document.querySelectorAll("#session-rows > .session-row[id]"),
+                                            function (row) { return row.id; }));
+  }
+  let listedRows = null;
+  function recountSessions() {
+    const label = document.getElementById("session-count");
+    if (!label) return;
+    const now = sessionRowIds();
+    if (listedRows === null) { listedRows = now; return; }
+    let count = parseInt(label.dataset.count, 10);
+    now.forEach(function (id) { if (!listedRows.has(id)) count++; });
+    listedRows.forEach(function (id) { if (!now.has(id)) count--; });
+    listedRows = now;
+    label.dataset.count = String(count);
+    const pages = Math.max(1, Math.ceil(count / parseInt(label.dataset.perPage, 10)));
+    label.textContent = "page " + label.dataset.page + " of " + pages + " · " + count + " session" + (count === 1 ? "" : "s");
+    const none = document.getElementById("no-sessions");
+    if (none && now.size) none.remove();
+  }
+  // Watched, not hooked on htmx events: a deleted row takes its own link (where
+  // htmx fires its events) out of the document.
+  document.addEventListener("DOMContentLoaded", function () {
+    const rows = document.getElementById("session-rows");
+    if (!rows || !document.getElementById("session-count")) return;
+    recountSessions();
+    new MutationObserver(recountSessions).observe(rows, {childList: true});
+  });
+
   function setInvocationHidden(invocation, hidden) {
     document.querySelectorAll("#timeline .event[data-invocation]").forEach(function (el) {
       if (el.dataset.invocation === invocation) el.hidden = hidden;

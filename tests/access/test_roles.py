@@ -43,6 +43,7 @@ RULES: dict[str, dict[str, str]] = {
     "runtime:chat_send": {P: EDIT},
     "runtime:chat_stop": {P: EDIT},
     "runtime:rewind_preview": {G: VIEW},
+    "runtime:fork_preview": {G: VIEW},
     "runtime:rewind_apply": {P: EDIT},
     "runtime:session_fork": {P: EDIT},
     "runtime:session_reset": {P: EDIT},

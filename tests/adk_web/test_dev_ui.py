@@ -19,7 +19,9 @@ def directives(header: str) -> dict[str, set[str]]:
 
 def test_the_page_is_adk_webs_own_index_with_a_policy_of_its_own(client: Client) -> None:
     response = client.get("/dev-ui/")
-    assert response.status_code == 200 and response.content == (BUNDLE / "index.html").read_bytes()
+    # The wheel's index, with only a style element and a link added: none of its own lines changed.
+    added = re.compile(r'<style>\n@font-face\{font-family:\'Material Icons\'.*?</style>\n|<a id="adkui-back"[^>]*>[^<]*</a>\n', re.S)
+    assert response.status_code == 200 and added.sub("", response.content.decode()) == (BUNDLE / "index.html").read_text()
     assert "<app-root>" in response.content.decode() and response["Cache-Control"] == "no-store"
     policy = directives(response["Content-Security-Policy"])
     # Its inline onload handler is allowed by its hash alone: no inline script otherwise, no eval.
@@ -76,3 +78,20 @@ def test_with_logins_on_the_page_needs_one_and_the_files_do_not(client: Client, 
 
 def test_the_header_links_to_it(client: Client) -> None:
     assert 'href="/dev-ui/"' in client.get("/").content.decode()
+
+
+def test_what_adk_web_asks_for_beyond_the_wheel_is_served_from_here(client: Client) -> None:
+    # The Prism theme its theme switch links (light and dark): real stylesheets, not 404s.
+    for theme in ("light", "dark"):
+        response = client.get(f"/dev-ui/prism-{theme}.css")
+        assert response.status_code == 200 and response["Content-Type"].startswith("text/css")
+        assert b'pre[class*="language-"]' in b"".join(response.streaming_content)
+    # Its icon fonts, from here: the index's last @font-face for each family names our file.
+    html = client.get("/dev-ui/").content.decode()
+    for family in ("Material Icons", "Material Symbols Outlined"):
+        faces = re.findall(rf"@font-face\{{font-family:'{family}';[^}}]*?src:url\(([^)]+)\)", html)
+        assert faces[-1].startswith("./fonts/"), faces
+        font = client.get("/dev-ui/" + faces[-1].removeprefix("./"))
+        assert font.status_code == 200 and b"".join(font.streaming_content)[:4] == b"wOF2"
+    # And the way back to adkui.
+    assert re.search(r'<a id="adkui-back" href="/"[^>]*>← adkui</a>', html)

@@ -3,6 +3,7 @@ run options that stay as set, runs whose page is gone, who a failure is
 attributed to, what a rewind clears and where a fork came from."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -239,13 +240,26 @@ def test_a_fork_continues_the_history_and_links_both_ways(page, live_server, sto
     expect(page.locator("#timeline .event", has_text="Done! Your trip is planned.")).to_have_count(2)
     shared = (AppState.objects.get(app=source.app).state, UserState.objects.get(app=source.app, user_id="web").state)
 
-    page.once("dialog", lambda dialog: dialog.accept())
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.locator("#event-4 button", has_text="fork").click()
-    expect(page.locator("#forked-from")).to_contain_text(f"forked from {source.session_id} at #4")
+    # Asked in the page, as rewind asks: what the fork gets, then Fork or Cancel.
+    card = page.locator("#fork-card")
+    expect(card).to_contain_text("Fork at #4?")
+    expect(card.locator("tr", has_text="destination")).to_contain_text("Oslo")
+    card.get_by_role("button", name="Cancel").click()
+    expect(card).to_have_count(0)
+    page.locator("#event-4 button", has_text="fork").click()
+    page.locator("#fork-confirm").click()
+    expect(page.locator("#forked-from")).to_have_text(re.compile(rf"^Forked from\s+{source.session_id}\s+at #4\s*$"))
+    assert dialogs == []
     fork = SessionRow.objects.get(forked_from=source)
     expect(page).to_have_url(f"{live_server.url}/sessions/{fork.pk}/")
     expect(page.locator("#timeline .event:not(.session-start)")).to_have_count(4)
     expect(page.locator("#event-4")).to_contain_text("Done! Your trip is planned.")
+    # The model calls behind the copied events came along: the header counts them, as the health line does.
+    expect(page.locator("#inspector-totals")).to_contain_text("model call")
+    expect(page.locator("#inspector-totals")).not_to_contain_text("no model calls recorded")
     # The session state as of #4 (Oslo, not Kyoto); user: state is the shared one, as for any session.
     expect(page.locator('#state-panel tr[data-key="destination"]')).to_contain_text("Oslo")
     expect(page.locator('#state-panel tr[data-key="trip_budget"]')).to_contain_text("900")

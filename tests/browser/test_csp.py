@@ -180,8 +180,8 @@ def test_a_viewer_logs_in_watches_live_and_is_told_a_change_is_not_allowed(watch
     page.locator("#event-2 .head").click()
     expect(page.locator("#state-panel")).to_contain_text("State as of #2")
     settled(page)
-    page.once("dialog", lambda dialog: dialog.accept())
-    page.locator("#event-2 button:has-text('fork')").click()
+    page.locator("#event-2 button:has-text('fork')").click()  # asking is reading: the preview shows
+    page.locator("#fork-confirm").click()
     expect(page.locator("#refused")).to_contain_text("Not allowed")
     assert SessionRow.objects.count() == 1
     # The refused request is the only console error (the browser and htmx each report the 403).

@@ -45,6 +45,7 @@ def test_a_judge_metric_and_the_state_metric_chosen_in_the_form_run_and_show_the
     eval_set = demo_set()
     page.goto(live_server.url + reverse("eval_app:eval_set_detail", args=[eval_set.pk]))
     # ADK's defaults are ticked; this run asks for a judge metric and the state metric instead.
+    page.click("#metric-choice > summary")  # the metrics' options are folded away
     page.uncheck("input[name=tool_trajectory_avg_score__on]")
     page.uncheck("input[name=response_match_score__on]")
     page.check("input[name=final_response_match_v2__on]")

@@ -149,20 +149,28 @@ def inspected(live_server) -> SessionRow:
     return session
 
 
-def test_closing_the_inspectors_own_page_goes_back_to_the_session(page, live_server, inspected):
+def test_the_inspectors_own_page_has_no_side_panel_controls_and_leads_back(page, live_server, inspected):
     reply = EventRow.objects.filter(session=inspected, author=APP).order_by("seq").first()
     session_url = f"{live_server.url}/sessions/{inspected.pk}/"
     page.goto(f"{live_server.url}/inspect/sessions/{inspected.pk}/events/{reply.seq}/")
     expect(page.locator("#inspector")).to_contain_text("Model call")
+    # Neither "×" (nothing to close) nor "page" (this is the page): only what does something.
+    expect(page.locator('#inspector button[title="close"]')).to_be_hidden()
+    expect(page.locator("#inspector").get_by_role("link", name="page", exact=True)).to_be_hidden()
+    expect(page.locator("#inspector").get_by_role("link", name="trace")).to_be_visible()
     page.locator('#inspector [data-tab="contents"]').click()  # swapped in by htmx: still on its own page
     expect(page.locator('#inspector [data-tab-body="contents"]')).to_contain_text("Please plan a trip to Lisbon")
-    page.locator('#inspector button[title="close"]').click()
+    expect(page.locator('#inspector button[title="close"]')).to_be_hidden()
+    expect(page.locator("#inspector").get_by_role("link", name="page", exact=True)).to_be_hidden()
+    page.locator("#back-to-session").click()
     expect(page).to_have_url(session_url)
     expect(page.locator("#timeline .event").first).to_be_visible()
 
     tool = ToolCall.objects.get(session=inspected)
     page.goto(f"{live_server.url}/inspect/tool-calls/{tool.pk}/")
-    page.locator('.tool-inspector button[title="close"]').click()
+    expect(page.locator(".tool-inspector")).to_contain_text("Tool call")
+    expect(page.locator('.tool-inspector button[title="close"]')).to_be_hidden()
+    page.locator("#back-to-session").click()
     expect(page).to_have_url(session_url)
     assert not page.js_errors
 

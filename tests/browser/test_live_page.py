@@ -284,7 +284,7 @@ def test_an_address_with_an_older_event_opens_the_page_that_holds_it(page, live_
     expect(page.locator("#event-5")).to_be_in_viewport()
     expect(page.locator("#state-panel")).to_contain_text("State as of #5")
     expect(page.locator("#key-history")).to_contain_text("History of topic")
-    expect(page.locator("#timeline-filters")).to_contain_text("viewing up to #5")
+    expect(page.locator("#snapshot-note")).to_contain_text("ends at #5")
 
 
 @pytest.mark.parametrize("at", ["999", "-1", "x"])

@@ -79,6 +79,7 @@ def test_a_ui_run_of_scenario_cases_takes_adks_user_simulator_config(live_server
     page.goto(f"{live_server.url}/evals/sets/{eval_set.pk}/")
     simulator = page.locator("#user-simulator")
     assert simulator.get_attribute("open") is None  # nothing stored: folded away
+    page.click("#metric-choice > summary")  # the metrics' options are folded away
     page.uncheck("input[name=tool_trajectory_avg_score__on]")  # ADK's defaults need expected turns,
     page.uncheck("input[name=response_match_score__on]")  # which a scenario case does not have
     page.check("input[name=final_session_state_match__on]")

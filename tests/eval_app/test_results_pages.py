@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import html
 import re
+from types import SimpleNamespace
 
 import pytest
 from django.urls import reverse
@@ -184,7 +185,7 @@ def test_the_run_page_shows_adk_statuses_and_the_informational_metrics_of_every_
     header = page[page.index("<thead>"):page.index("</thead>")]
     for name in ("response_match_score", "tool_call_count_v1", "inference_call_count_v1", "token_usage_v1",
                  "invocation_duration_v1"):
-        assert f"<th>{name}</th>" in header
+        assert f'<th class="metric-name" title="{name}">{name.replace("_", "_<wbr>")}</th>' in header
     cells = [text_of(c).strip() for c in re.findall(r'<td class="metric-cell">(.*?)</td>', page, re.S)]
     assert cells == ["0.9 PASSED", "3.0", "2.0", "120.0", "0.25"]
     assert "Judge lab" not in page  # one repeat: nothing to compare
@@ -292,8 +293,29 @@ def test_history_lists_every_metric_the_runs_asked_for(client, demo_set):
         metric("final_session_state_match", 1.0, PASSED, threshold=1.0)])
     page = client.get(reverse("eval_app:eval_set_detail", args=[demo_set.pk])).content.decode()
     history = page[page.index('class="list history"'):]
-    assert "<th>final_response_match_v2</th>" in history and "<th>final_session_state_match</th>" in history
+    for name in ("final_response_match_v2", "final_session_state_match"):
+        assert f'<th class="metric-name" title="{name}">{name.replace("_", "_<wbr>")}</th>' in history
     assert "<td>0.75</td>" in history and "<polyline" in page
+
+
+def test_the_history_chart_keeps_equal_lines_apart_and_gives_each_its_colour():
+    runs = [SimpleNamespace(pk=pk, done=2, passed=2) for pk in (1, 2)]
+    names = ["tool_trajectory_avg_score", "response_match_score", "final_response_match_v2", "final_session_state_match"]
+    # Every line at 1.0, as the pass rate and tool_trajectory were on the demo's history.
+    chart = selectors.trend_chart([selectors.RunSummary(run, dict.fromkeys(names, 1.0)) for run in runs])
+    series = chart.series
+    assert [s.name for s in series] == ["pass rate", *sorted(names)]
+    assert len({s.colour for s in series}) == len(series)
+    assert len({(s.dash, s.marker) for s in series}) == len(series)
+    # Each is drawn narrower than the one under it, so the one under it shows at its edges.
+    assert [s.width for s in series] == sorted((s.width for s in series), reverse=True)
+    assert series[0].width > series[-1].width
+    first, last = series[0].markers[0][1], series[-1].markers[0][1]
+    assert first != last
+    # And a few pixels apart, each point still titled with its own value.
+    ys = [s.points[0].y for s in series]
+    assert len(set(ys)) == len(series) and max(ys) - min(ys) == selectors.EQUAL_OFFSET * (len(series) - 1)
+    assert {s.points[0].value for s in series} == {1.0}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -77,7 +78,7 @@ def test_the_set_page_offers_every_adk_metric_grouped_with_its_options(client, d
         assert escape(info.description or "") in page  # ADK's own description
     groups = [g for g in ("Deterministic metrics", "LLM-as-judge metrics", "Informational (recorded for every run)")]
     assert [page.index(g) for g in groups] == sorted(page.index(g) for g in groups)
-    informational = page[page.index("Informational (recorded for every run)"):page.index('id="run-button"')]
+    informational = page[page.index("Informational (recorded for every run)"):page.index('id="user-simulator"')]
     for name in metrics.INFORMATIONAL:
         assert f"<code>{name}</code> <span class=\"badge muted\">always on</span>" in informational
         assert f'name="{name}__on"' not in page
@@ -91,7 +92,8 @@ def test_the_set_page_offers_every_adk_metric_grouped_with_its_options(client, d
     # ADK's default criteria are chosen for a set that has none; the default judge is shown.
     assert 'name="tool_trajectory_avg_score__on" id="id_tool_trajectory_avg_score__on" checked' in page
     assert 'name="final_response_match_v2__on" id="id_final_response_match_v2__on">' in page
-    assert f"blank: <code>{judges.default_judge_model()}</code>" in page
+    hint = re.search(r'<p[^>]*id="default-judge">(.*?)</p>', page, re.S).group(1)
+    assert f"blank: <code>{judges.default_judge_model()}</code>" in hint and hint.count("blank") == 1
     for text in ("trip_planner", "plan_then_weather", 'name="repeats"', 'name="judge_model"'):
         assert text in page
 
@@ -285,3 +287,26 @@ def test_stop_and_resume_buttons(client, demo_set):
     assert response.status_code == 302
     run.refresh_from_db()
     assert run.status == "queued"  # its worker starts on commit
+
+
+def test_a_metric_that_needs_vertex_ai_is_offered_disabled_with_its_reason(client, demo_set, monkeypatch):
+    for name in ("GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"):
+        monkeypatch.delenv(name, raising=False)
+    demo_set.criteria = {"safety_v1": 0.8, "response_match_score": 0.7}
+    demo_set.save()
+    page = client.get(reverse("eval_app:eval_set_detail", args=[demo_set.pk])).content.decode()
+    unavailable = page[page.index("Not available here"):page.index('id="user-simulator"')]
+    assert "cannot run offline" in unavailable and "GOOGLE_API_KEY" in unavailable
+    for name in judges.VERTEX_METRICS:
+        box = re.search(rf'<input[^>]*name="{name}__on"[^>]*>', unavailable).group(0)
+        assert "disabled" in box and "checked" not in box and "Vertex AI" in box  # its reason in the title
+        assert f'name="{name}__threshold"' not in page
+    # A saved criterion that cannot run here is left out, and the page says so.
+    assert re.search(r"saved criteria name <code>safety_v1</code>, which cannot run here", page)
+    # A crafted post gets one error that names the metric once, and nothing is created.
+    response = client.post(reverse("eval_app:run_create", args=[demo_set.pk]), run_form(
+        response_evaluation_score__on="on", response_evaluation_score__threshold="4"))
+    assert response.status_code == 400
+    [error] = re.findall(r'<ul class="errorlist"[^>]*><li>(.*?)</li>', response.content.decode(), re.S)
+    assert html.unescape(error).count("response_evaluation_score") == 1 and "cannot run offline" in error
+    assert not EvalRun.objects.exists()

@@ -139,7 +139,8 @@ def test_hostile_agent_and_tool_names_are_escaped_and_still_match_their_key():
     assert "<script" not in svg and "<img" not in svg
     assert {el.tag for el in ElementTree.fromstring(svg).iter()} == {f"{SVG}{tag}" for tag in ("svg", "defs", "marker", "path", "g", "title", "rect", "text")}
     texts = [t.text for t in drawn[script].iter(f"{SVG}text")]
-    assert texts == ["</text><script>…", "2 calls · 500 ms"]  # the label cut to fit, the whole name in <title>
+    # No separator to wrap after: a line's worth, then the rest cut to fit; the whole name in <title>.
+    assert texts == ['</text><script>a', 'lert("x")</scri…', "2 calls · 500 ms"]
     assert drawn[script].find(f"{SVG}title").text == f"{script} (tool)"
 
 
@@ -170,3 +171,21 @@ def test_an_agent_adk_cannot_serialize_costs_its_graph_not_the_page(monkeypatch)
     monkeypatch.setattr(graph, "serialize_agent", broken)
     assert graph.for_app("trip_planner") is None
     assert graph.for_app("no_such_app") is None
+
+
+def test_a_long_name_wraps_onto_a_second_line_and_every_node_of_its_graph_grows():
+    assert graph.label_lines("plan_trip") == ["plan_trip"]
+    assert graph.label_lines("remember_preference") == ["remember_", "preference"]
+    assert graph.label_lines("a_very_long_tool_name_indeed_yes") == ["a_very_long_", "tool_name_indeed_yes"[:15] + "…"]
+    agent = LlmAgent(name="keeper", model="gemini-2.5-flash", tools=[remember_preference])
+    g = graph.agent_graph(agent)
+    assert graph.node_height(g) == graph.NODE_H + graph.LINE_H
+    drawn = nodes_of(graph.svg(g))
+    tool = drawn["remember_preference"]
+    assert [t.text for t in tool.iter(f"{SVG}text")] == ["remember_", "preference", "tool"]
+    assert {el.find(f"{SVG}rect").get("height") for el in drawn.values()} == {str(graph.NODE_H + graph.LINE_H)}
+    assert graph.node_height(graph.agent_graph(trip_planner)) == graph.NODE_H  # short names: as before
+
+
+def remember_preference(value: str) -> str:
+    return value

@@ -89,6 +89,16 @@ def test_the_demo_agents_phrases_are_their_rules_examples_and_the_page_lists_eve
             assert next(r for r in trip_planner.root_agent.model.rules if r.matches(text)) is rule
 
 
+@pytest.mark.django_db
+def test_each_example_of_a_rule_has_its_own_description(client):
+    started = section(home(client), "get-started")
+    lisbon = re.search(r'What is the weather in Lisbon\?</code>\s*<span[^>]*>([^<]*)<', started).group(1)
+    atlantis = re.search(r'And the weather in Atlantis\?</code>\s*<span[^>]*>([^<]*)<', started).group(1)
+    assert "Atlantis" not in lisbon and "Atlantis" in atlantis
+    rule = Rule(pattern="w", replies=["x"], examples={"wa": "", "wb": "its own"}, description="shared")
+    assert [rule.example_description(e) for e in rule.examples] == ["shared", "its own"]
+
+
 def test_a_rule_refuses_an_example_it_would_not_answer():
     with pytest.raises(ValidationError, match="must match its pattern"):
         Rule(pattern="weather", replies=["sunny"], examples=["plan a trip"])

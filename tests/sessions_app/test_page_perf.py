@@ -121,7 +121,7 @@ def test_row_links_on_the_page(client, service):
     html = client.get(f"/sessions/{row.pk}/").content.decode()
     assert f'hx-get="/sessions/{row.pk}/state/?seq=1"' in html
     assert f'hx-get="/sessions/{row.pk}/rewind/?seq=1"' in html
-    assert f'hx-post="/sessions/{row.pk}/fork/"' in html
+    assert f'hx-get="/sessions/{row.pk}/fork/preview/?seq=1"' in html
 
 
 def fresh_count(row: SessionRow) -> tuple[dict, int]:

@@ -5,6 +5,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from google.genai import types
 
+from inspector_app.models import ModelCall, ToolCall
 from runtime_app import runs
 from sessions_app.models import Event as EventRow
 from sessions_app.models import Session as SessionRow
@@ -79,6 +80,34 @@ def test_fork_continues_the_history_up_to_an_event(client, demo):
     assert fork.user_id == "ann" and fork.state == {"trip_budget": 100} and fork.revision == 1
     assert fork.forked_from == row and fork.forked_at_seq == 1
     assert client.post(f"/sessions/{row.pk}/fork/", {"seq": "999"}).status_code == 404
+
+
+def test_fork_asks_first_in_the_page_showing_what_it_copies(client, demo):
+    _, row = demo
+    preview = client.get(f"/sessions/{row.pk}/fork/preview/", {"seq": "1"})
+    html = preview.content.decode()
+    assert preview.status_code == 200 and "Fork at #1?" in html and "trip_budget" in html
+    assert f'hx-post="/sessions/{row.pk}/fork/"' in html and 'id="fork-confirm"' in html
+    assert not SessionRow.objects.exclude(pk=row.pk).exists()  # asking made nothing
+    assert client.get(f"/sessions/{row.pk}/fork/preview/", {"seq": "999"}).status_code == 404
+    assert client.get(f"/sessions/{row.pk}/fork/preview/", {"seq": "x"}).status_code == 404
+
+
+def test_a_fork_keeps_the_model_and_tool_calls_behind_its_events(client, demo):
+    _, row = demo
+    copied = EventRow.objects.filter(session=row, seq__lte=4)
+    ids = set(copied.values_list("event_id", flat=True))
+    client.post(f"/sessions/{row.pk}/fork/", {"seq": "4"})
+    fork = SessionRow.objects.exclude(pk=row.pk).get()
+    behind = set(ModelCall.objects.filter(session=row, event_id__in=ids).values_list("event_id", flat=True))
+    assert behind and set(ModelCall.objects.filter(session=fork).values_list("event_id", flat=True)) == behind
+    # The tool call and the model call after #4 belong to events the fork does not have.
+    assert ModelCall.objects.filter(session=fork).count() < ModelCall.objects.filter(session=row).count()
+    assert not ToolCall.objects.filter(session=fork).exclude(call_event_id__in=ids).exists()
+    assert ModelCall.objects.filter(session=fork).values("adk_session_id").distinct().get() == {
+        "adk_session_id": fork.session_id}
+    page = client.get(f"/sessions/{fork.pk}/").content.decode()
+    assert "no model calls recorded" not in page and "Forked from" in page and "fork</span> forked" not in page
 
 
 def test_new_chat_starts_a_fresh_session_and_offloads_this_one_to_memory(client, settings, demo):

@@ -76,6 +76,22 @@ def test_session_page_shows_timeline_diff_and_initial_state(client, adk_session)
     assert f'ws-connect="/ws/sessions/{row(adk_session).pk}/events/?after=1"' in html
 
 
+def test_a_rewrite_with_an_equal_value_is_shown_muted_never_as_a_change(client, service, adk_session):
+    pk = row(adk_session).pk
+    # #2 writes topic again as "dogs" (and n = 1 where 1.0 was would be a change: compared as JSON).
+    say(service, adk_session, "again", delta={"topic": "dogs", "n": 1})
+    say(service, adk_session, "again", delta={"topic": "dogs", "n": 1.0})
+    html = client.get(f"/sessions/{pk}/").content.decode()
+    again = html[html.index('id="event-3"'):]
+    assert '<tr class="rewrite" data-key="topic">' in again and "unchanged rewrite" in again
+    assert '<tr class="changed" data-key="n">' in again
+    # The state panel does not highlight it as changed by #3; the key's history says what it was.
+    panel = client.get(f"/sessions/{pk}/state/?seq=3").content.decode()
+    assert 'hl" data-scope="session" data-key="n"' in panel and 'hl" data-scope="session" data-key="topic"' not in panel
+    history = client.get(f"/sessions/{pk}/key-history/?key=topic").content.decode()
+    assert history.count("unchanged rewrite") == 2 and history.count('class="old"') == 1  # #2 and #3; cats -> dogs
+
+
 def test_agent_html_is_never_executed(client, service, adk_session):
     say(service, adk_session, '<script>alert(1)</script><img src=x onerror="alert(2)"> [x](javascript:alert(3)) "\'><b',
         delta={"evil": "<script>alert(4)</script>"})

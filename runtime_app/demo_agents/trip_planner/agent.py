@@ -100,8 +100,9 @@ root_agent = LlmAgent(
         ScriptedModel(
             rules=[
                 Rule(pattern="weather", replies=[Reply(function_calls=[Call("transfer_to_agent", {"agent_name": "weather_expert"})])],
-                     examples=["What is the weather in Lisbon?", "And the weather in Atlantis?"],
-                     description="hands the question to weather_expert (Atlantis has no weather station: a tool error)"),
+                     examples={"What is the weather in Lisbon?": "hands the question to weather_expert, which calls get_weather",
+                               "And the weather in Atlantis?": "hands the question to weather_expert; Atlantis has no weather station: a tool error"},
+                     description="hands the question to weather_expert"),
                 Rule(
                     pattern=re.compile(r"\b(trip|plan|go)\b", re.I),
                     replies=[_plan_call, Reply(text="Done! Your trip is planned.", chunks=["Done! ", "Your trip ", "is planned."])],
