@@ -121,25 +121,20 @@ def test_the_home_page_counts_what_another_process_writes(live_server, page):
 
 @pytest.fixture
 def adk_api_server(tmp_path):
-    """ADK's own `adk api_server`, in a process of its own, storing through `adkui:` URIs
-    (`uri_for(database_url)`) as the README's recipe sets it up."""
+    """ADK's own `adk api_server`, in a process of its own, on a copy of the demo
+    agent: `start(flags, env)` with the flags and environment to start it with."""
     started: list[subprocess.Popen] = []
 
-    def start(uri_for, env_database_url: bool) -> str:
+    def start(flags: list[str], env: dict[str, str]) -> str:
         agents = tmp_path / "agents"
         shutil.copytree(ROOT / "runtime_app" / "demo_agents" / "trip_planner", agents / "trip_planner")
         (agents / "services.py").write_text("from adkui.adk import register_schemes\n\nregister_schemes()\n")
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
-        if env_database_url:
-            env["DATABASE_URL"] = database_url_for_children()
-        uri = uri_for(database_url_for_children())
-        command = [str(Path(sys.executable).parent / "adk"), "api_server", "--port", str(port),
-                   f"--session_service_uri={uri}", f"--artifact_service_uri={uri}", f"--memory_service_uri={uri}",
-                   str(agents)]
-        started.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        base = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
+        command = [str(Path(sys.executable).parent / "adk"), "api_server", "--port", str(port), *flags, str(agents)]
+        started.append(subprocess.Popen(command, env=base | env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         url = f"http://127.0.0.1:{port}"
         wait_until(lambda: started[-1].poll() is None and httpx.get(f"{url}/list-apps").status_code == 200,
                    timeout=120, interval=0.25, ignore=httpx.TransportError)
@@ -151,13 +146,24 @@ def adk_api_server(tmp_path):
         process.wait(30)
 
 
+def chat(adk: str, session_id: str, text: str) -> list[dict]:
+    ran = httpx.post(f"{adk}/run", timeout=60, json={
+        "appName": "trip_planner", "userId": "ann", "sessionId": session_id,
+        "newMessage": {"role": "user", "parts": [{"text": text}]}})
+    assert ran.status_code == 200, ran.text
+    return ran.json()
+
+
 @pytest.mark.parametrize("uri_for, env_database_url", [
     (lambda url: "adkui://", True),  # this install's database, as DATABASE_URL names it
     (lambda url: f"adkui:{url}", False),  # the database named in the URI
 ], ids=["adkui://", "adkui:DATABASE-URL"])
 def test_a_chat_through_adks_own_api_server_shows_live_in_adkui(live_server, page, adk_api_server, uri_for,
                                                                 env_database_url):
-    adk = adk_api_server(uri_for, env_database_url)
+    uri = uri_for(database_url_for_children())
+    env = {"DATABASE_URL": database_url_for_children()} if env_database_url else {}
+    adk = adk_api_server([f"--session_service_uri={uri}", f"--artifact_service_uri={uri}",
+                          f"--memory_service_uri={uri}"], env)
     created = httpx.post(f"{adk}/apps/trip_planner/users/ann/sessions/from-adk", json={"mood": "curious"})  # ADK: the body is the state
     assert created.status_code == 200, created.text
     session = SessionRow.objects.get(app__name="trip_planner", session_id="from-adk")
@@ -166,15 +172,37 @@ def test_a_chat_through_adks_own_api_server_shows_live_in_adkui(live_server, pag
     expect(page.locator("#live-label")).to_have_text("live")
     page.evaluate(MARK)
 
-    ran = httpx.post(f"{adk}/run", timeout=60, json={
-        "appName": "trip_planner", "userId": "ann", "sessionId": "from-adk",
-        "newMessage": {"role": "user", "parts": [{"text": "Plan a trip to Lisbon"}]}})
-    assert ran.status_code == 200, ran.text
+    events = chat(adk, "from-adk", "Plan a trip to Lisbon")
     timeline = page.locator("#timeline")
     expect(timeline).to_contain_text("Plan a trip to Lisbon")
     expect(timeline).to_contain_text("plan_trip")
-    expect(timeline).to_contain_text(ran.json()[-1]["content"]["parts"][0]["text"])
+    expect(timeline).to_contain_text(events[-1]["content"]["parts"][0]["text"])
     expect(timeline).to_contain_text("destination")  # the state diff of the tool call's event
     assert page.evaluate(STAYED), "the page was reloaded"
-    assert SessionRow.objects.get(pk=session.pk).revision == len(ran.json()) + 1
+    assert SessionRow.objects.get(pk=session.pk).revision == len(events) + 1
+    assert page.js_errors == []
+
+
+def test_a_deployed_agents_opentelemetry_shows_its_invocations_in_adkui(live_server, page, adk_api_server):
+    # ADK's own exporter (google-adk[otel]), pointed at adkui as at any OTLP collector;
+    # the agent keeps its sessions in ADK's in-memory service: adkui sees only the spans.
+    adk = adk_api_server([], {"OTEL_EXPORTER_OTLP_ENDPOINT": live_server.url, "OTEL_BSP_SCHEDULE_DELAY": "100",
+                              "OTEL_BLRP_SCHEDULE_DELAY": "100", "OTEL_SERVICE_NAME": "deployed-trips",
+                              "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT"})
+    assert httpx.post(f"{adk}/apps/trip_planner/users/ann/sessions/deployed", json={}).status_code == 200
+    events = chat(adk, "deployed", "Plan a trip to Lisbon")
+    session = wait_until(lambda: SessionRow.objects.filter(session_id="deployed", revision__gte=len(events) + 1).first(),
+                         timeout=30, interval=0.2, message="the spans did not arrive")
+    assert (session.app.name, session.imported_from) == ("deployed-trips", "otlp")
+
+    page.goto(f"{live_server.url}/sessions/{session.pk}/")
+    timeline = page.locator("#timeline")
+    expect(timeline).to_contain_text("Plan a trip to Lisbon")
+    expect(timeline).to_contain_text("plan_trip")
+    expect(timeline).to_contain_text(events[-1]["content"]["parts"][0]["text"])
+    invocation = events[0]["invocationId"]
+    page.goto(f"{live_server.url}/inspect/sessions/{session.pk}/invocations/{invocation}/")
+    trace = page.locator("main")
+    expect(trace).to_contain_text("plan_trip")
+    expect(trace).to_contain_text("trip_planner")
     assert page.js_errors == []
