@@ -284,15 +284,16 @@ def _user_event(row: TraceSpan, invocation: str) -> dict[str, Any] | None:
 
 
 def _model_event(row: TraceSpan, invocation: str) -> dict[str, Any] | None:
-    outputs = [m for m in _json(row.attributes.get("gen_ai.output.messages"), []) if isinstance(m, dict)]
+    """The reply; without captured content, still the event (its tokens, and the
+    way from the timeline to the invocation's trace), with no content."""
     event_id = row.attributes.get("gcp.vertex.agent.event_id")
-    if not outputs or not event_id:
+    if not event_id:
         return None
     response = _response(row.attributes)
-    usage = response["usage_metadata"]
     return {"id": str(event_id), "invocation_id": invocation, "author": str(row.attributes.get("gen_ai.agent.name") or "model"),
-            "timestamp": row.started_at + row.duration_ms / 1000, "content": _content(outputs[0]),
-            "usage_metadata": usage or None, "model_version": response["model_version"] or None}
+            "timestamp": row.started_at + row.duration_ms / 1000, "content": response.get("content"),
+            "usage_metadata": response["usage_metadata"] or None, "model_version": response["model_version"] or None,
+            "error_code": response.get("error_code") or ("ERROR" if row.error else None), "error_message": row.error or None}
 
 
 def _tool_event(row: TraceSpan, invocation: str) -> dict[str, Any] | None:

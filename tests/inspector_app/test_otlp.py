@@ -11,7 +11,7 @@ import pytest
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from inspector_app.models import AgentRun, ModelCall, ToolCall, TraceSpan
 from sessions_app.models import Session
@@ -152,3 +152,29 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read_even_once_inflated(c
     answer = post(client, bomb, content_encoding="gzip")
     assert answer.status_code == 413 and "decompressed" in answer.json()["detail"]
     assert not TraceSpan.objects.exists()
+
+
+def test_without_captured_content_the_replies_still_stand_as_events_with_their_tokens(client):
+    content = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+               "gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
+    spans = adk_spans()
+    for span in spans:
+        kept = [a for a in span.attributes if a.key not in content]
+        del span.attributes[:]
+        span.attributes.extend(kept)
+    post(client, body(spans).SerializeToString())
+    events = list(Session.objects.get().events.order_by("seq"))
+    assert [(e.event_id, e.invocation_id) for e in events] == [("ev-call", INVOCATION), ("ev-answer", INVOCATION)]
+    assert "content" not in events[0].data and events[0].data["usage_metadata"]["prompt_token_count"] == 214
+    assert ToolCall.objects.get().result is None
+
+
+def test_a_failed_model_call_shows_as_the_error_event_it_was(client):
+    spans = adk_spans()
+    spans[2].status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message="429 RESOURCE_EXHAUSTED"))
+    spans[2].attributes.add(key="error.type", value=AnyValue(string_value="RESOURCE_EXHAUSTED"))
+    post(client, body(spans).SerializeToString())
+    event = Session.objects.get().events.get(event_id="ev-answer")
+    assert (event.error_code, event.data["error_message"], event.has_error) == (
+        "RESOURCE_EXHAUSTED", "429 RESOURCE_EXHAUSTED", True)
+    assert ModelCall.objects.get(event_id="ev-answer").failed
