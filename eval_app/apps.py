@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import wrapt
 from django.apps import AppConfig
 
-from . import judges
-from . import state_metric
+# ADK's module of DEFAULT_METRIC_EVALUATOR_REGISTRY, which every eval imports first.
+ADK_METRIC_REGISTRY_MODULE = "google.adk.evaluation.metric_evaluator_registry"
 
 
 class EvalAppConfig(AppConfig):
@@ -12,5 +13,7 @@ class EvalAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        state_metric.register()  # final_session_state_match, in ADK's own metric registry
-        judges.register()  # adkui-scripted-judge, in ADK's own LLMRegistry
+        # Our metric and judge join ADK's registries the moment ADK's registry module is imported
+        # (see eval_app/adk_registries.py), not now: that module imports Vertex AI's SDK (seconds).
+        # The hook is named by path so that starting up imports no ADK either (eval_app.judges does).
+        wrapt.register_post_import_hook("eval_app.adk_registries:register", ADK_METRIC_REGISTRY_MODULE)

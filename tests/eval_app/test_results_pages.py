@@ -310,7 +310,7 @@ def test_a_session_becomes_a_case_with_its_real_user_and_initial_state(client):
 
     done = client.post(url, {"new_eval_set_id": "from_sessions", "eval_id": "demo"}, headers={"HX-Request": "true"})
     assert done.status_code == 200 and "Added case" in done.content.decode()
-    adk = EvalCase.objects.get(eval_id="demo").adk()
+    adk = selectors.adk_eval_case(EvalCase.objects.get(eval_id="demo"))
     assert adk.session_input.user_id == DEMO_USER
     # The state it was created with, not the state the run left behind (destination, last_answer, ...).
     assert adk.session_input.state == {"user:name": "Ada", "trip_budget": 1200}
