@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import warnings
+
 import wrapt
 from django.apps import AppConfig
 
@@ -17,3 +19,12 @@ class EvalAppConfig(AppConfig):
         # (see eval_app/adk_registries.py), not now: that module imports Vertex AI's SDK (seconds).
         # The hook is named by path so that starting up imports no ADK either (eval_app.judges does).
         wrapt.register_post_import_hook("eval_app.adk_registries:register", ADK_METRIC_REGISTRY_MODULE)
+        # ADK labels most of its evaluation engine experimental, a warning per class per process
+        # (LocalEvalService, the registry, each judge evaluator, the user simulator...). adkui is
+        # built on that engine by design; whoever runs an eval can do nothing about it. Only those:
+        # ADK's own switch (ADK_SUPPRESS_EXPERIMENTAL_FEATURE_WARNINGS) would also hide the
+        # experimental features a user's own agent uses, which are theirs to know about.
+        warnings.filterwarnings(
+            "ignore", message=r"\[EXPERIMENTAL\] ", category=UserWarning,
+            module=r"(google\.adk\.evaluation|eval_app)(\.|$)",
+        )

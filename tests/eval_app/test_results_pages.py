@@ -300,9 +300,9 @@ def test_history_lists_every_metric_the_runs_asked_for(client, demo_set):
 @pytest.mark.usefixtures("async_db_threads")
 def test_a_session_becomes_a_case_with_its_real_user_and_initial_state(client):
     load_demo()
-    # The demo's judged set keeps its test_config.json's simulator, as an import does.
-    judged = EvalSet.objects.get(eval_set_id="trip_planner_judged")
-    assert judged.user_simulator_config == {"type": "llm_backed", "model": "adkui-scripted-judge"}
+    # The demo's simulated-user set keeps its test_config.json's simulator, as an import does.
+    simulated = EvalSet.objects.get(eval_set_id="trip_planner_simulated")
+    assert simulated.user_simulator_config == {"type": "llm_backed", "model": "adkui-scripted-judge"}
     session = Session.objects.get(session_id=DEMO_SESSION)
     url = reverse("eval_app:add_session_form", args=[session.pk])
     fragment = client.get(url, headers={"HX-Request": "true"}).content.decode()
