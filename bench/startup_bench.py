@@ -3,26 +3,36 @@
     .venv/bin/python bench/startup_bench.py [--runs 5] [--top 15]
 
 Each figure is the wall time of a fresh subprocess (median of --runs, with the
-fastest and slowest), in the dev configuration `manage.py up` serves (DEBUG and
-local dev on) on a throwaway SQLite file that is migrated once beforehand:
+fastest and slowest; and the CPU seconds it used, which other work on the
+machine changes less), in the dev configuration `manage.py up` serves (DEBUG
+and local dev on) on a throwaway SQLite file that is migrated once beforehand:
 
 - `django.setup()` alone (what every process pays: workers, scripts, shells);
 - `manage.py check` (imports the URLconf, hence every view) and `manage.py help`;
 - `manage.py up 0.0.0.0:8999`: until it exits with its refusal (local dev serves
   only on localhost);
-- `manage.py up --no-demo PORT`: from the spawn to the first 200 on `/`, and how
-  long that first request itself took (then the second, for comparison); the
-  server and its task worker are stopped with SIGTERM after each run;
+- `manage.py db_worker`: until it logs "Starting worker", as the Procfile runs it
+  (checks on; no autoreloader, as with DEBUG off) and as `manage.py up` does
+  (`--skip-checks`: up has just run them);
+- `manage.py up --no-demo PORT`: from the spawn to the first 200 on `/`, from
+  the server's start (its "Starting ASGI/Daphne" line, after the checks and
+  migrations) to that 200, how long that first request itself took (then the
+  second, for comparison); the server and its task worker are stopped with
+  SIGTERM after each run;
 - `python -X importtime`: the modules that cost most when a process imports the
-  URLconf, as `manage.py check` and the ASGI server do.
+  URLconf, as `manage.py check` and the ASGI server do (Python does not time
+  modules imported by `importlib.import_module`, such as each app's urls: their
+  imports are listed as the program's).
 
-The load average is printed: the figures are only comparable at a like load.
+The load average is printed: the wall times are only comparable at a like load.
 """
 from __future__ import annotations
 
 import argparse
 import http.client
 import os
+import resource
+import selectors
 import signal
 import socket
 import statistics
@@ -55,15 +65,58 @@ def _run(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
 
 
-def timed(args: list[str], *, expect_ok: bool = True, expect_text: str = "") -> float:
-    start = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(args: list[str], *, expect_ok: bool = True, expect_text: str = "") -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of a fresh process running `args`."""
+    cpu, start = _children_cpu(), time.perf_counter()
     done = _run(args)
     elapsed = time.perf_counter() - start
     if expect_ok and done.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
     if expect_text and expect_text not in done.stdout + done.stderr:
         raise SystemExit(f"{' '.join(args)}: expected {expect_text!r}, got:\n{done.stderr[-2000:]}")
-    return elapsed
+    return elapsed, _children_cpu() - cpu
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)  # `up` stops its task worker with it
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _wait_for_line(process: subprocess.Popen, text: str, start: float) -> float:
+    """Seconds from `start` until the process prints a line containing `text` (stdout or stderr)."""
+    watch = selectors.DefaultSelector()
+    for stream in (process.stdout, process.stderr):
+        os.set_blocking(stream.fileno(), False)
+        watch.register(stream, selectors.EVENT_READ)
+    seen = ""
+    while time.perf_counter() - start < SERVER_TIMEOUT:
+        for key, _ in watch.select(timeout=0.05):
+            seen += key.fileobj.read() or ""
+        if text in seen:
+            return time.perf_counter() - start
+        if process.poll() is not None:
+            raise SystemExit(f"exited ({process.returncode}) before {text!r}:\n{seen[-2000:]}")
+    raise SystemExit(f"no {text!r} within {SERVER_TIMEOUT:.0f} s:\n{seen[-2000:]}")
+
+
+def worker_once(*options: str) -> tuple[float, float]:
+    cpu, start = _children_cpu(), time.perf_counter()
+    worker = subprocess.Popen([sys.executable, MANAGE, "db_worker", "--no-reload", *options], cwd=ROOT, env=ENV,
+                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        ready = _wait_for_line(worker, "Starting worker", start)
+    finally:
+        _stop(worker)
+    return ready, _children_cpu() - cpu
 
 
 def _free_port() -> int:
@@ -84,15 +137,16 @@ def _get(port: int, path: str = "/") -> tuple[int, float]:
         conn.close()
 
 
-def serve_once() -> tuple[float, float, float]:
-    """(spawn → first 200 on /, that request's own time, the second request's time)."""
+def serve_once() -> tuple[float, float, float, float]:
+    """(spawn → first 200 on /, server start → that 200, that request's own time, the second's)."""
     port = _free_port()
     start = time.perf_counter()
     server = subprocess.Popen(
         [sys.executable, MANAGE, "up", "--no-demo", str(port)], cwd=ROOT, env=ENV,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
+        serving = _wait_for_line(server, "Starting ASGI/Daphne", start)
         while time.perf_counter() - start < SERVER_TIMEOUT:
             if server.poll() is not None:
                 raise SystemExit(f"manage.py up exited ({server.returncode}):\n{server.stderr.read()[-2000:]}")
@@ -103,16 +157,11 @@ def serve_once() -> tuple[float, float, float]:
                 continue
             if status == 200:
                 ready = time.perf_counter() - start
-                return ready, first, _get(port)[1]
+                return ready, ready - serving, first, _get(port)[1]
             raise SystemExit(f"GET / answered {status}")
         raise SystemExit(f"no 200 on / within {SERVER_TIMEOUT:.0f} s")
     finally:
-        server.send_signal(signal.SIGTERM)  # `up` stops its task worker with it
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        _stop(server)
 
 
 def importtime_top(n: int) -> list[tuple[float, float, str]]:
@@ -133,8 +182,9 @@ def importtime_top(n: int) -> list[tuple[float, float, str]]:
     return sorted(rows, reverse=True)[:n]
 
 
-def row(name: str, times: list[float]) -> str:
-    return f"{name:46}{statistics.median(times):>9.2f}{min(times):>9.2f}{max(times):>9.2f}"
+def row(name: str, times: list[float], cpu: list[float] | None = None) -> str:
+    cpu_text = f"{statistics.median(cpu):>9.2f}" if cpu else f"{'':>9}"
+    return f"{name:46}{statistics.median(times):>9.2f}{min(times):>9.2f}{max(times):>9.2f}{cpu_text}"
 
 
 def main() -> None:
@@ -143,27 +193,30 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args()
     timed([sys.executable, MANAGE, "migrate", "--verbosity", "0"])  # once: `up` then finds nothing to do
-    measures: list[tuple[str, Callable[[], float]]] = [
+    measures: list[tuple[str, Callable[[], tuple[float, float]]]] = [
         ("python -c 'django.setup()'", lambda: timed([sys.executable, "-c", SETUP])),
         ("manage.py check", lambda: timed([sys.executable, MANAGE, "check"])),
         ("manage.py help", lambda: timed([sys.executable, MANAGE, "help"])),
         ("manage.py up 0.0.0.0:8999 (refusal)", lambda: timed(
             [sys.executable, MANAGE, "up", "0.0.0.0:8999"], expect_ok=False, expect_text="Local dev mode")),
+        ("manage.py db_worker --no-reload", worker_once),
+        ("  --skip-checks (as manage.py up starts it)", lambda: worker_once("--skip-checks")),
     ]
-    results: dict[str, list[float]] = {}
-    served: list[tuple[float, float, float]] = []
+    results: dict[str, list[tuple[float, float]]] = {}
+    served: list[tuple[float, float, float, float]] = []
     for _ in range(args.runs):
         for name, measure in measures:
             results.setdefault(name, []).append(measure())
         served.append(serve_once())
-    results["manage.py up --no-demo: first 200 on /"] = [s[0] for s in served]
-    results["  of which the first request"] = [s[1] for s in served]
-    results["  the second request"] = [s[2] for s in served]
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; {args.runs} runs; "
           f"{ENV['DATABASE_URL'].split(':')[0]}")
-    print(f"{'seconds':46}{'median':>9}{'min':>9}{'max':>9}")
-    for name, times in results.items():
-        print(row(name, times))
+    print(f"{'seconds':46}{'median':>9}{'min':>9}{'max':>9}{'CPU':>9}")
+    for name, pairs in results.items():
+        print(row(name, [wall for wall, _ in pairs], [cpu for _, cpu in pairs]))
+    labels = ["manage.py up --no-demo: spawn to first 200 on /", "  server start to that 200",
+              "  the first request itself", "  the second request"]
+    for i, label in enumerate(labels):
+        print(row(label, [s[i] for s in served]))
     print(f"\npython -X importtime, loading the URLconf: top {args.top} "
           "(imported by the program or by our modules)")
     print(f"{'cumulative s':>13}{'self s':>9}  module")

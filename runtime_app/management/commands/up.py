@@ -59,7 +59,10 @@ class Command(BaseCommand):
             return None
         env = {**os.environ, "ADKUI_AGENTS_DIR": str(settings.ADKUI_AGENTS_DIR)}
         manage = Path(settings.BASE_DIR) / "manage.py"
-        command = [sys.executable, str(manage), "db_worker", "--no-reload", "--interval", "0.5", "--verbosity", "0"]
+        # --skip-checks: this process has just run them; the worker's own would import every view
+        # (seconds of CPU, beside the server's start on a small machine) to run no view.
+        command = [sys.executable, str(manage), "db_worker", "--no-reload", "--interval", "0.5", "--verbosity", "0",
+                   "--skip-checks"]
         worker = subprocess.Popen(command, env=env)
         self.stdout.write(f"Task worker for eval runs: manage.py db_worker, pid {worker.pid}")
         return worker
