@@ -366,6 +366,7 @@ LOGGING = {
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
     },
+    "filters": {"adk_cache_advice": {"()": "runtime_app.adk_logs.CacheAdviceOncePerAgent"}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
@@ -385,6 +386,8 @@ LOGGING = {
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django.request": {"level": "ERROR"},
         "uvicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # ADK's context-cache advice once per agent, not once per eval case (runtime_app/adk_logs.py).
+        "google_adk.google.adk.runners": {"filters": ["adk_cache_advice"]},
     },
 }
 

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import warnings
+
+import wrapt
 from django.apps import AppConfig
 
-from . import judges
-from . import state_metric
+# ADK's module of DEFAULT_METRIC_EVALUATOR_REGISTRY, which every eval imports first.
+ADK_METRIC_REGISTRY_MODULE = "google.adk.evaluation.metric_evaluator_registry"
 
 
 class EvalAppConfig(AppConfig):
@@ -12,5 +15,16 @@ class EvalAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        state_metric.register()  # final_session_state_match, in ADK's own metric registry
-        judges.register()  # adkui-scripted-judge, in ADK's own LLMRegistry
+        # Our metric and judge join ADK's registries the moment ADK's registry module is imported
+        # (see eval_app/adk_registries.py), not now: that module imports Vertex AI's SDK (seconds).
+        # The hook is named by path so that starting up imports no ADK either (eval_app.judges does).
+        wrapt.register_post_import_hook("eval_app.adk_registries:register", ADK_METRIC_REGISTRY_MODULE)
+        # ADK labels most of its evaluation engine experimental, a warning per class per process
+        # (LocalEvalService, the registry, each judge evaluator, the user simulator...). adkui is
+        # built on that engine by design; whoever runs an eval can do nothing about it. Only those:
+        # ADK's own switch (ADK_SUPPRESS_EXPERIMENTAL_FEATURE_WARNINGS) would also hide the
+        # experimental features a user's own agent uses, which are theirs to know about.
+        warnings.filterwarnings(
+            "ignore", message=r"\[EXPERIMENTAL\] ", category=UserWarning,
+            module=r"(google\.adk\.evaluation|eval_app)(\.|$)",
+        )

@@ -19,7 +19,7 @@ from .models import EvalCase
 @require_http_methods(["GET", "POST"])
 def case_edit(request: HttpRequest, pk: int) -> HttpResponse:
     case = get_object_or_404(EvalCase.objects.select_related("eval_set"), pk=pk)
-    head_initial, turns_initial = case_initial(case.adk())
+    head_initial, turns_initial = case_initial(selectors.adk_eval_case(case))
     head = CaseForm(request.POST or None, initial=head_initial)
     turns = TurnFormSet(request.POST or None, initial=turns_initial, prefix="turn")
     if request.method == "POST" and head.is_valid() and turns.is_valid():

@@ -30,7 +30,7 @@ import sqlite3
 import traceback
 from collections.abc import Awaitable, Callable
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from asgiref.sync import async_to_sync
@@ -50,11 +50,6 @@ from google.adk.evaluation.eval_case import SessionInput
 from google.adk.evaluation.eval_metrics import EvalMetric, EvalStatus
 from google.adk.evaluation.eval_result import EvalCaseResult as AdkEvalCaseResult
 from google.adk.evaluation.in_memory_eval_sets_manager import InMemoryEvalSetsManager
-from google.adk.evaluation.local_eval_service import LocalEvalService
-from google.adk.evaluation.metric_evaluator_registry import (
-    DEFAULT_METRIC_EVALUATOR_REGISTRY,
-    MetricEvaluatorRegistry,
-)
 from google.adk.runners import Runner
 from pydantic import ValidationError
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -66,6 +61,10 @@ from . import judges, metrics, state_metric
 from .models import EvalCaseResult, EvalRun
 from .progress import CaseOutcome, InvocationOutcome
 from .selectors import WorkItem
+
+if TYPE_CHECKING:
+    from google.adk.evaluation.local_eval_service import LocalEvalService
+    from google.adk.evaluation.metric_evaluator_registry import MetricEvaluatorRegistry
 
 DEFAULT_USER_ID = "test_user_id"  # ADK's, for a case without session_input
 
@@ -217,6 +216,11 @@ class _CaseRun:
             raise InfrastructureFault(_describe(self.faults[0])) from self.faults[0]
 
     def _service(self, registry: MetricEvaluatorRegistry) -> LocalEvalService:
+        # Imported when a case runs, not with this module: ADK's module imports its metric registry,
+        # hence every evaluator and Vertex AI's SDK (~3 s), and this module is imported, through the
+        # tasks that run it, by every process that queues a run (the server, the API's views).
+        from google.adk.evaluation.local_eval_service import LocalEvalService  # noqa: PLC0415
+
         return LocalEvalService(
             root_agent=self.runner.agent, app=runner_app(self.runner), eval_sets_manager=self.eval_sets,
             metric_evaluator_registry=registry,
@@ -230,7 +234,7 @@ class _CaseRun:
             inference_config=InferenceConfig(parallelism=1),
         )
         started = perf_counter()
-        service = self._service(DEFAULT_METRIC_EVALUATOR_REGISTRY)
+        service = self._service(metrics.adk_registry())
         results = [r async for r in service.perform_inference(inference_request=request)]
         self.outcome.agent_seconds = perf_counter() - started
         return results[0]
@@ -240,7 +244,7 @@ class _CaseRun:
             app_name=self.app_name, user_id=self.case.session_input.user_id, session_id=inference.session_id,
         )
         registry = state_metric.registry_for_case(
-            DEFAULT_METRIC_EVALUATOR_REGISTRY, expected=self.case.final_session_state,
+            metrics.adk_registry(), expected=self.case.final_session_state,
             actual=dict(session.state) if session else None,
         )
         registry = judges.recording_registry(registry, self.judge_samples)

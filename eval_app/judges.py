@@ -1,10 +1,11 @@
 """Judge models for ADK's evaluation engine: the offline scripted judge, model checks, recording.
 
 ``adkui-scripted-judge``
-    A ``BaseLlm`` registered in ADK's ``LLMRegistry`` (``register()``, called from
-    ``EvalAppConfig.ready()``), so any ADK criterion naming it as ``judge_model`` -- in adkui or in
-    ADK's own ``adk eval`` / ``AgentEvaluator`` / ``LocalEvalService``, in any process that called
-    ``register()`` (Django does at start-up) -- is judged offline. It
+    A ``BaseLlm`` registered in ADK's ``LLMRegistry`` (``register()``, called by ``check_model`` and,
+    in a Django process, when ADK's metric registry module is imported: eval_app/adk_registries.py),
+    so any ADK criterion naming it as ``judge_model`` -- in adkui or in ADK's own ``adk eval`` /
+    ``AgentEvaluator`` / ``LocalEvalService``, in any process that called ``register()`` or set
+    Django up -- is judged offline. It
     recognises every judge prompt ADK 2.13 sends and answers in exactly the format ADK's parser
     reads. The answer is a pure function of the prompt (same prompt, same answer), computed by the
     rules below on the prompt's own content. Text is compared after normalising: NFKC, lower case,
@@ -77,6 +78,7 @@ import math
 import os
 import re
 import types
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import Optional
 import unicodedata
@@ -89,7 +91,6 @@ from google.adk.evaluation.eval_metrics import PrebuiltMetrics
 from google.adk.evaluation.hallucinations_v1 import HallucinationsV1Evaluator
 from google.adk.evaluation.llm_as_judge import LlmAsJudge
 from google.adk.evaluation.llm_as_judge_utils import get_text_from_content
-from google.adk.evaluation.metric_evaluator_registry import MetricEvaluatorRegistry
 from google.adk.evaluation.rubric_based_evaluator import RubricBasedEvaluator
 from google.adk.evaluation.rubric_based_evaluator import RubricResponse
 from google.adk.evaluation.simulation.llm_backed_user_simulator import LlmBackedUserSimulatorConfig
@@ -102,6 +103,11 @@ from google.adk.models import LlmResponse
 from google.adk.models.google_llm import Gemini
 from google.adk.utils.context_utils import Aclosing
 from google.genai import types as genai_types
+
+if TYPE_CHECKING:
+    # For its type only: ADK's registry module imports Vertex AI's SDK (seconds); this module is
+    # imported by every process (the app's ready(), the URLconf's views), few of which run evals.
+    from google.adk.evaluation.metric_evaluator_registry import MetricEvaluatorRegistry
 
 __all__ = [
     "SCRIPTED_JUDGE",
@@ -571,6 +577,11 @@ class ScriptedJudge(BaseLlm):
 
 def register() -> None:
     """Registers ``adkui-scripted-judge`` in ADK's LLMRegistry (idempotent)."""
+    try:
+        if LLMRegistry.resolve(SCRIPTED_JUDGE) is ScriptedJudge:
+            return  # registering again would log "Updating LLM class" and clear ADK's lookup cache
+    except ValueError:  # no class matches the name yet
+        pass
     LLMRegistry.register(ScriptedJudge)
 
 
@@ -602,6 +613,7 @@ def check_model(name: str) -> None:
     name = (name or "").strip()
     if not name:
         raise ValueError("No model name given.")
+    register()  # the scripted judge is known before any eval has imported ADK's registries
     # Importing litellm would otherwise fetch its price list from GitHub.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:

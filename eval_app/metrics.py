@@ -2,7 +2,8 @@
 
 Nothing is scored here. `metrics_info()` lists what ADK's
 `DEFAULT_METRIC_EVALUATOR_REGISTRY` registers (with adkui's
-`final_session_state_match`); `eval_metrics()` turns test_config.json `criteria`
+`final_session_state_match`), reached through `adk_registry()` only, on first
+use (see there why); `eval_metrics()` turns test_config.json `criteria`
 into ADK `EvalMetric`s through ADK's own `EvalConfig` and
 `get_eval_metrics_from_config`, checking each criterion against the class its
 metric's evaluator reads it with, and refusing what ADK would only fail on
@@ -12,7 +13,7 @@ the engine, never asked for.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.adk.evaluation.eval_case import IntermediateData, Invocation, InvocationEvents
 from google.adk.evaluation.eval_config import (
@@ -30,11 +31,13 @@ from google.adk.evaluation.eval_metrics import (
     ToolTrajectoryCriterion,
 )
 from google.adk.evaluation.evaluator import Evaluator
-from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
 from google.genai import types
 from pydantic import ValidationError
 
 from . import judges, state_metric
+
+if TYPE_CHECKING:
+    from google.adk.evaluation.metric_evaluator_registry import MetricEvaluatorRegistry
 
 TRAJECTORY = "tool_trajectory_avg_score"
 RESPONSE_MATCH = "response_match_score"
@@ -59,10 +62,21 @@ class MetricConfigError(ValueError):
 # ---- the registry -----------------------------------------------------------
 
 
+def adk_registry() -> MetricEvaluatorRegistry:
+    """ADK's DEFAULT_METRIC_EVALUATOR_REGISTRY, adkui's final_session_state_match in it
+    (registered as the module is imported: eval_app/adk_registries.py)."""
+    # Imported here, on first use, not with this module: ADK's registry module imports every
+    # evaluator it registers, Vertex AI's SDK among them (~3 s of a process's start), and this
+    # module is imported by every process that loads the URLconf (the server, `manage.py check`)
+    # for pages and APIs most requests never open. It is third-party; our modules import at the top.
+    from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY  # noqa: PLC0415
+
+    return DEFAULT_METRIC_EVALUATOR_REGISTRY
+
+
 def metrics_info() -> list[MetricInfo]:
     """Every metric ADK's registry knows, with its description and value range."""
-    state_metric.register()
-    return DEFAULT_METRIC_EVALUATOR_REGISTRY.get_registered_metrics()
+    return adk_registry().get_registered_metrics()
 
 
 def metric_names() -> list[str]:
@@ -71,9 +85,8 @@ def metric_names() -> list[str]:
 
 def evaluator_class(metric_name: str) -> type[Evaluator] | None:
     """The evaluator ADK's registry runs `metric_name` with (None: not registered)."""
-    state_metric.register()
     # The registry has no public lookup of a class; get_evaluator() would build one.
-    entry = DEFAULT_METRIC_EVALUATOR_REGISTRY._registry.get(metric_name)  # noqa: SLF001
+    entry = adk_registry()._registry.get(metric_name)  # noqa: SLF001
     return entry[0] if entry else None
 
 

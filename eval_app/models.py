@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from django.db import models
 from django.utils import timezone
-from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
 
 
 class EvalSet(models.Model):
@@ -57,9 +56,6 @@ class EvalCase(models.Model):
 
     def __str__(self) -> str:
         return self.eval_id
-
-    def adk(self) -> AdkEvalCase:
-        return AdkEvalCase.model_validate(self.data)
 
     @property
     def turn_count(self) -> int:

@@ -50,6 +50,11 @@ def eval_case_ids(eval_set: EvalSet) -> list[str]:
     return list(eval_set.cases.ordered().values_list("eval_id", flat=True))
 
 
+def adk_eval_case(case: EvalCase) -> AdkEvalCase:
+    """The stored case as ADK's EvalCase (the models do not import ADK: every process loads them at start)."""
+    return AdkEvalCase.model_validate(case.data)
+
+
 def adk_eval_set(eval_set: EvalSet) -> AdkEvalSet:
     """The stored set as ADK's EvalSet, cases in order, for export."""
     return build_eval_set(

@@ -10,8 +10,9 @@ the rationale "expected … / actual …".
 ADK hands an evaluator only the invocations, never the case nor the session,
 so the states are bound to the evaluator class before it is used:
 `registry_for_case` forks a registry with an evaluator that knows both (adkui's
-engine does this for every case, after inference). The class registered at
-app start knows neither and reports NOT_EVALUATED, saying why.
+engine does this for every case, after inference). The class registered in
+ADK's default registry (by eval_app.adk_registries, when that registry's module
+is imported) knows neither and reports NOT_EVALUATED, saying why.
 
 `final_session_state_match` (the function) is the same metric as ADK's
 `custom_metrics` entry for `adk eval`: ADK calls it with the metric, the actual
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from google.adk.evaluation.eval_case import ConversationScenario, Invocation
 from google.adk.evaluation.eval_metrics import (
@@ -38,10 +39,10 @@ from google.adk.evaluation.eval_metrics import (
 )
 from google.adk.evaluation.eval_rubrics import RubricScore
 from google.adk.evaluation.evaluator import EvaluationResult, Evaluator, PerInvocationResult
-from google.adk.evaluation.metric_evaluator_registry import (
-    DEFAULT_METRIC_EVALUATOR_REGISTRY,
-    MetricEvaluatorRegistry,
-)
+
+if TYPE_CHECKING:
+    # For its type only: the module imports Vertex AI's SDK (seconds), see eval_app/adk_registries.py.
+    from google.adk.evaluation.metric_evaluator_registry import MetricEvaluatorRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def metric_info() -> MetricInfo:
     )
 
 
-def register(registry: MetricEvaluatorRegistry = DEFAULT_METRIC_EVALUATOR_REGISTRY) -> None:
+def register(registry: MetricEvaluatorRegistry) -> None:
     """Register the metric (states unknown) in `registry`, unless it is there already."""
     if METRIC_NAME not in {info.metric_name for info in registry.get_registered_metrics()}:
         registry.register_evaluator(metric_info=metric_info(), evaluator=FinalSessionStateEvaluator)

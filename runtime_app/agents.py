@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from django.conf import settings
 from google.adk.agents.base_agent import BaseAgent
@@ -88,3 +89,11 @@ def reload(name: str) -> LoadedAgent:
     loader().remove_agent_from_cache(name)
     importlib.invalidate_caches()  # files added to the package since are found too
     return load(name)
+
+
+def agent_tree(root: BaseAgent | AdkApp) -> Iterator[BaseAgent]:
+    """The root agent (of an App, or the agent itself), then its sub-agents, depth first."""
+    agent = root.root_agent if isinstance(root, AdkApp) else root
+    yield agent
+    for sub_agent in agent.sub_agents:
+        yield from agent_tree(sub_agent)

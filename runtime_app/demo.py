@@ -3,7 +3,6 @@ and what the scripted agents answer, read from their rules, for the home page.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from sessions_app import selectors as session_selectors
 from sessions_app.models import Session as SessionRow
 from sessions_app.session_service import DjangoSessionService
 
+from .agents import agent_tree
 from .runners import make_runner
 from .scripted_model import ScriptedModel
 
@@ -59,10 +59,15 @@ DEMO_EVALS = Path(__file__).resolve().parent.parent / "eval_app" / "demo"
 
 
 def _import_demo_eval_set() -> None:
-    """The demo's eval sets: the deterministic one, and one with judges, state
-    assertions and a simulated user (all offline: `adkui-scripted-judge`)."""
+    """The demo's eval sets: the deterministic one, one with judges and state
+    assertions, and one with a simulated user (all offline: `adkui-scripted-judge`).
+    The simulated user's case has a set of its own: it has no expected turns, so
+    the reference metrics of the judged set cannot score it (ADK logs each as an error)."""
     _import_eval_set(DEMO_EVALS / "trip_planner.evalset.json")
     _import_eval_set(DEMO_EVALS / "judged" / "trip_planner_judged.evalset.json", DEMO_EVALS / "judged" / "test_config.json")
+    _import_eval_set(
+        DEMO_EVALS / "simulated" / "trip_planner_simulated.evalset.json", DEMO_EVALS / "simulated" / "test_config.json"
+    )
 
 
 def _import_eval_set(path: Path, config: Path | None = None) -> None:
@@ -99,15 +104,9 @@ def scripted_phrases(root: BaseAgent | AdkApp) -> list[Phrase]:
     """
     top = root.root_agent if isinstance(root, AdkApp) else root
     phrases: list[Phrase] = []
-    for agent in _agent_tree(top):
+    for agent in agent_tree(top):
         model = getattr(agent, "model", None)
         for rule in model.rules if isinstance(model, ScriptedModel) else []:
             phrases += [Phrase(text, rule.example_description(text), "" if agent is top else agent.name) for text in rule.examples
                         if text not in {p.text for p in phrases}]
     return phrases
-
-
-def _agent_tree(agent: BaseAgent) -> Iterator[BaseAgent]:
-    yield agent
-    for sub_agent in agent.sub_agents:
-        yield from _agent_tree(sub_agent)

@@ -5,6 +5,7 @@ from typing import Any
 
 from google.adk.agents.base_agent import BaseAgent
 from google.adk.agents.invocation_context import InvocationContext
+from google.adk.apps.app import App as AdkApp
 from google.adk.events import Event as AdkEvent
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
@@ -15,7 +16,9 @@ from memory_app.memory_service import DjangoMemoryService
 from sessions_app.sandbox import real_app_name
 from sessions_app.session_service import DjangoSessionService
 
-from .agents import load
+from . import adk_logs
+from .agents import agent_tree, load
+from .scripted_model import ScriptedModel
 
 
 def make_runner(name: str, **services: Any) -> Runner:
@@ -31,10 +34,19 @@ def make_runner(name: str, **services: Any) -> Runner:
     services.setdefault("session_service", DjangoSessionService())
     services.setdefault("artifact_service", DjangoArtifactService())
     services.setdefault("memory_service", DjangoMemoryService())
+    if runs_offline(loaded.root):
+        adk_logs.cache_advice_moot(name)  # ADK's context-cache advice is for hosted models
     runner = Runner(app=app_with_recorder(loaded.root, app_name=name), app_name=name, **services)
     # Registered last: ADK stops at the first plugin that returns an event.
     runner.plugin_manager.register_plugin(ErrorAuthorPlugin())
     return runner
+
+
+def runs_offline(root: BaseAgent | AdkApp) -> bool:
+    """Whether every model of the agent's tree is the offline scripted model (an agent without
+    a model of its own uses its parent's)."""
+    models = [agent.model for agent in agent_tree(root) if getattr(agent, "model", None)]
+    return bool(models) and all(isinstance(model, ScriptedModel) for model in models)
 
 
 class ErrorAuthorPlugin(BasePlugin):

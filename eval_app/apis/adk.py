@@ -171,7 +171,7 @@ class AdkEvalCaseApi(AdkApi):
     @extend_schema(operation_id="adk_eval_case_get", tags=TAGS, responses={200: AdkEvalCase})
     def get(self, request: Request, app_name: str, eval_set_id: str, eval_case_id: str) -> Response:
         case = _require_case(_require_set(app_name, eval_set_id), eval_case_id)
-        return Response(_adk_json(case.adk()))
+        return Response(_adk_json(selectors.adk_eval_case(case)))
 
     @extend_schema(operation_id="adk_eval_case_update", tags=TAGS, request=AdkEvalCase, responses={200: NULL})
     def put(self, request: Request, app_name: str, eval_set_id: str, eval_case_id: str) -> JsonResponse:

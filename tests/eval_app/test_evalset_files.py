@@ -25,6 +25,7 @@ from eval_app.evalset_files import (
     user_simulator_config_json,
 )
 from eval_app.models import EvalCase, EvalSet
+from eval_app.selectors import adk_eval_case
 
 from .conftest import AGENT, DEMO_FILE
 
@@ -48,7 +49,7 @@ def test_an_evalset_file_round_trips_through_the_database(demo_set):
     assert again == original
     assert [c.eval_id for c in demo_set.cases.ordered()] == [c.eval_id for c in original.eval_cases]
     # The case JSON is kept whole: ADK rebuilds exactly the case that was imported.
-    assert demo_set.cases.get(eval_id="plan_then_weather").adk() == original.eval_cases[3]
+    assert adk_eval_case(demo_set.cases.get(eval_id="plan_then_weather")) == original.eval_cases[3]
 
 
 def test_yaml_of_the_same_shape_round_trips(demo_set):
@@ -231,7 +232,7 @@ def test_replacing_keeps_the_rows_of_cases_that_keep_their_id(demo_set):
     services.eval_set_import(parsed=parsed, app_name=AGENT, replace=True)
     after = dict(demo_set.cases.values_list("eval_id", "pk"))
     assert after == {k: v for k, v in before.items() if k != "greeting"}
-    assert demo_set.cases.get(eval_id="plan_lisbon").adk().conversation[0].final_response.parts[0].text == "Planned!"
+    assert adk_eval_case(demo_set.cases.get(eval_id="plan_lisbon")).conversation[0].final_response.parts[0].text == "Planned!"
 
 
 def test_a_stored_sets_user_simulator_config_goes_into_its_eval_config():

@@ -16,6 +16,7 @@ from google.genai import types
 from eval_app import engine, metrics, selectors
 from eval_app.forms import case_initial
 from eval_app.models import EvalCase, EvalRun
+from eval_app.selectors import adk_eval_case
 from runtime_app import runs
 from sessions_app import selectors as session_selectors
 from sessions_app.models import App, AppState, UserState
@@ -201,7 +202,7 @@ def test_a_developer_sessions_page_has_no_sandbox_badge(client, developer):
 
 def edit_post(case: EvalCase, **changes) -> dict:
     """The case editor's form as the page posts it, with `changes`."""
-    head, turns = case_initial(case.adk())
+    head, turns = case_initial(adk_eval_case(case))
     data = {**head, "turn-TOTAL_FORMS": str(len(turns)), "turn-INITIAL_FORMS": str(len(turns))}
     for i, turn in enumerate(turns):
         data.update({f"turn-{i}-{k}": v for k, v in turn.items()})
@@ -217,7 +218,7 @@ def test_the_case_editor_saves_the_expected_final_state(client, demo_set):
     response = client.post(url, edit_post(case, final_session_state=json.dumps(final)))
     assert response.status_code == 302
     case.refresh_from_db()
-    assert case.data["final_session_state"] == final and case.adk().final_session_state == final
+    assert case.data["final_session_state"] == final and adk_eval_case(case).final_session_state == final
     assert json.loads(client.get(url).context["head"].initial["final_session_state"]) == final
 
 
@@ -293,7 +294,7 @@ def test_add_from_an_event_proposes_then_saves_the_edited_final_state(client, st
                              "final_session_state": json.dumps(edited)}, headers={"HX-Request": "true"})
     assert done.status_code == 200 and "Added case" in done.content.decode()
     case = EvalCase.objects.get(eval_id="story_2")
-    adk = case.adk()
+    adk = adk_eval_case(case)
     assert case.eval_set.app_name == AGENT and len(adk.conversation) == 1
     assert adk.session_input.state == START and adk.final_session_state == edited
 
@@ -320,4 +321,4 @@ def test_a_case_from_a_sandbox_session_is_the_agents(client, sandboxed):
                              "final_session_state": "{}"}, headers={"HX-Request": "true"})
     assert "Added case" in done.content.decode()
     case = EvalCase.objects.get(eval_id="again")
-    assert case.eval_set.app_name == AGENT and case.adk().session_input.app_name == AGENT
+    assert case.eval_set.app_name == AGENT and adk_eval_case(case).session_input.app_name == AGENT

@@ -322,9 +322,9 @@ def test_the_history_chart_keeps_equal_lines_apart_and_gives_each_its_colour():
 @pytest.mark.usefixtures("async_db_threads")
 def test_a_session_becomes_a_case_with_its_real_user_and_initial_state(client):
     load_demo()
-    # The demo's judged set keeps its test_config.json's simulator, as an import does.
-    judged = EvalSet.objects.get(eval_set_id="trip_planner_judged")
-    assert judged.user_simulator_config == {"type": "llm_backed", "model": "adkui-scripted-judge"}
+    # The demo's simulated-user set keeps its test_config.json's simulator, as an import does.
+    simulated = EvalSet.objects.get(eval_set_id="trip_planner_simulated")
+    assert simulated.user_simulator_config == {"type": "llm_backed", "model": "adkui-scripted-judge"}
     session = Session.objects.get(session_id=DEMO_SESSION)
     url = reverse("eval_app:add_session_form", args=[session.pk])
     fragment = client.get(url, headers={"HX-Request": "true"}).content.decode()
@@ -332,7 +332,7 @@ def test_a_session_becomes_a_case_with_its_real_user_and_initial_state(client):
 
     done = client.post(url, {"new_eval_set_id": "from_sessions", "eval_id": "demo"}, headers={"HX-Request": "true"})
     assert done.status_code == 200 and "Added case" in done.content.decode()
-    adk = EvalCase.objects.get(eval_id="demo").adk()
+    adk = selectors.adk_eval_case(EvalCase.objects.get(eval_id="demo"))
     assert adk.session_input.user_id == DEMO_USER
     # The state it was created with, not the state the run left behind (destination, last_answer, ...).
     assert adk.session_input.state == {"user:name": "Ada", "trip_budget": 1200}

@@ -14,6 +14,7 @@ from eval_app import judges, metrics, services
 from eval_app.evalset_files import parse_eval_set_file
 from eval_app.forms import RunForm
 from eval_app.models import EvalCase, EvalRun, EvalSet, EvalWorkItem
+from eval_app.selectors import adk_eval_case
 
 from .conftest import AGENT, DEMO_DIR, DEMO_FILE
 
@@ -250,7 +251,7 @@ def test_a_case_is_edited_with_validation(client, demo_set):
                            "turn-0-expected_response": "Planned."})
     assert ok.status_code == 302
     case.refresh_from_db()
-    adk = case.adk()
+    adk = adk_eval_case(case)
     assert adk.session_input.user_id == "bob" and adk.session_input.state == {"user:name": "Bob"}
     assert adk.conversation[0].intermediate_data.tool_uses[0].args == {"city": "Porto"}
     assert adk.conversation[0].final_response.parts[0].text == "Planned."

@@ -19,6 +19,7 @@ from django.test import AsyncClient
 from google.genai import types
 
 from eval_app.models import EvalCase
+from eval_app.selectors import adk_eval_case
 from runtime_app import agents, replay, runs
 from sessions_app.keys import SessionKey
 from sessions_app.models import Event as EventRow
@@ -300,7 +301,7 @@ def test_the_eval_button_turns_the_original_into_a_case(client, service, agents_
     assert response.status_code == 200 and "Added case" in response.content.decode()
     case = EvalCase.objects.select_related("eval_set").get()
     assert case.eval_set.app_name == name and case.eval_id == fields["eval_id"]
-    assert [turn.user_content.parts[0].text for turn in case.adk().conversation] == ["Hi", "What is the weather in Oslo?"]
+    assert [turn.user_content.parts[0].text for turn in adk_eval_case(case).conversation] == ["Hi", "What is the weather in Oslo?"]
 
 
 async def start_held_replay(client: AsyncClient, service: Any, folder: Path, name: str,

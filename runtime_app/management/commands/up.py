@@ -15,10 +15,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django_tasks import task_backends
 from django_tasks_db.backend import DatabaseBackend
 
-from runtime_app.agents import agent_names
-
 
 class Command(BaseCommand):
+    # Checked in handle(), after the refusals: the checks import the URLconf, hence every view and
+    # much of ADK (seconds), which a refusal has no need to wait for.
+    requires_system_checks: list[str] = []
     help = ("Migrate the database, load the demo session, and start the dev server (daphne, with websockets) "
             "and one task worker (db_worker) for eval runs.")
 
@@ -34,16 +35,16 @@ class Command(BaseCommand):
             if not folder.is_dir():
                 raise CommandError(f"--agents-dir: no folder at {folder}.")
             settings.ADKUI_AGENTS_DIR = str(folder)
-            no_demo = no_demo or "trip_planner" not in agent_names()
         host = addrport.rsplit(":", 1)[0] if ":" in addrport else "127.0.0.1"
         if settings.ADKUI_LOCAL_DEV and host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
             raise CommandError(
                 f"Local dev mode (no login) serves only on localhost, not {host}. "
                 "Set ADKUI_LOCAL_DEV=0 to require logins, then serve it wider."
             )
+        self.check()
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo:
-            call_command("load_demo")
+            call_command("load_demo")  # says so, and loads nothing, when the agents folder has no demo agent
         worker = self.start_worker()
         # A SIGTERM ends the server like Ctrl+C does, so the worker is stopped with it.
         signal.signal(signal.SIGTERM, _exit)
@@ -58,7 +59,10 @@ class Command(BaseCommand):
             return None
         env = {**os.environ, "ADKUI_AGENTS_DIR": str(settings.ADKUI_AGENTS_DIR)}
         manage = Path(settings.BASE_DIR) / "manage.py"
-        command = [sys.executable, str(manage), "db_worker", "--no-reload", "--interval", "0.5", "--verbosity", "0"]
+        # --skip-checks: this process has just run them; the worker's own would import every view
+        # (seconds of CPU, beside the server's start on a small machine) to run no view.
+        command = [sys.executable, str(manage), "db_worker", "--no-reload", "--interval", "0.5", "--verbosity", "0",
+                   "--skip-checks"]
         worker = subprocess.Popen(command, env=env)
         self.stdout.write(f"Task worker for eval runs: manage.py db_worker, pid {worker.pid}")
         return worker
