@@ -1,7 +1,9 @@
 """Spans and logs from agents' OpenTelemetry exporters, placed beside the sessions they name.
 
-ADK 2.x's spans (`invoke_workflow`, `invoke_agent`, `generate_content`,
-`execute_tool`) become the same agent-run, model-call and tool-call records
+ADK 2.13's spans, in its telemetry schema v2 (the default: `invoke_workflow`,
+`invoke_agent`, `generate_content`, `execute_tool`) or v1
+(`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`: `invocation`, `invoke_agent`,
+`call_llm` with ADK's own request and response JSON, `execute_tool`), become the same agent-run, model-call and tool-call records
 the recorder keeps for runs in adkui, so the inspector and the invocation
 trace show them. A span names its session by `gen_ai.conversation.id` (ADK's
 session id); spans without one (tool calls) share their trace's. A span that
@@ -31,7 +33,11 @@ from . import services
 from .models import ModelCall, TraceSpan
 from .otlp import LogData, SpanData
 
-ADK_OPERATIONS = {"invoke_workflow", "invoke_agent", "generate_content", "execute_tool"}
+ADK_OPERATIONS = {"invoke_workflow", "invoke_agent", "generate_content", "execute_tool", "call_llm", "invocation"}
+# Schema v1's spans have no gen_ai.operation.name; their names say what they are.
+V1_SPANS = {"call_llm": "call_llm", "invocation": "invocation"}
+MODEL_OPERATIONS = ("generate_content", "call_llm")
+RUN_OPERATIONS = ("invoke_agent", "invoke_workflow", "invocation")
 TRACE_ONLY = "otlp"
 TRACE_ONLY_USER = "otlp"
 _CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
@@ -41,7 +47,7 @@ _ROLES = {"assistant": "model", "model": "model", "user": "user", "tool": "user"
 def spans_ingest(*, spans: list[SpanData]) -> int:
     """Store ADK's spans (others are the web framework's, not adkui's to show),
     once each, and place those whose session is known now; the number stored."""
-    adk = [s for s in spans if s.attributes.get("gen_ai.operation.name") in ADK_OPERATIONS]
+    adk = [s for s in spans if _operation(s.name, s.attributes) in ADK_OPERATIONS]
     if not adk:
         return 0
     with transaction.atomic():
@@ -77,10 +83,24 @@ def _row(span: SpanData) -> TraceSpan:
     attributes = span.attributes
     return TraceSpan(
         trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, name=span.name[:255],
-        operation=str(attributes.get("gen_ai.operation.name")), started_at=span.started_at,
+        operation=_operation(span.name, attributes), started_at=span.started_at,
         duration_ms=span.duration_ms, error=span.error, attributes=attributes, service_name=span.service_name[:255],
-        conversation_id=str(attributes.get("gen_ai.conversation.id") or "")[:255],
+        conversation_id=str(attributes.get("gen_ai.conversation.id") or attributes.get("gcp.vertex.agent.session_id")
+                            or "")[:255],
     )
+
+
+def _operation(name: str, attributes: dict[str, Any]) -> str:
+    return str(attributes.get("gen_ai.operation.name") or V1_SPANS.get(name, ""))
+
+
+def _instrumentation_copy(row: TraceSpan) -> bool:
+    """Schema v1's `generate_content` span: google-genai's instrumentation's
+    child of ADK's `call_llm`, which carries the same call whole (it names a
+    `gen_ai.system`, where v2's names a `gen_ai.provider.name`)."""
+    attributes = row.attributes
+    return (row.operation == "generate_content" and "gen_ai.system" in attributes
+            and "gen_ai.provider.name" not in attributes and "gen_ai.output.messages" not in attributes)
 
 
 @transaction.atomic
@@ -92,6 +112,7 @@ def _place(trace_id: str) -> None:
         return
     session = _session_for(conversation, rows)
     invocations = _invocations(rows)
+    _inherit_agent_names(rows)
     for row in waiting:
         _record(row, session, invocations.get(row.span_id, ""))
     if session.imported_from == TRACE_ONLY:
@@ -109,10 +130,19 @@ def _session_for(conversation: str, rows: list[TraceSpan]) -> Session:
     workflow = next((str(r.attributes.get("gen_ai.workflow.name") or "") for r in rows
                      if r.operation == "invoke_workflow" and not r.parent_span_id), "")
     workflow = workflow or next((str(r.attributes.get("gen_ai.workflow.name") or "") for r in rows), "")
-    app_name = service or workflow or TRACE_ONLY
+    agent = next((str(r.attributes.get("gen_ai.agent.name") or "") for r in rows if r.operation == "invoke_agent"), "")
+    app_name = service or workflow or agent or TRACE_ONLY
     return session_services.session_create(
         app_name=app_name[:255], user_id=TRACE_ONLY_USER, session_id=conversation, imported_from=TRACE_ONLY
     )
+
+
+def _inherit_agent_names(rows: list[TraceSpan]) -> None:
+    """Schema v1's `call_llm` names no agent: it is its parent agent run's (in memory only)."""
+    names = {r.span_id: r.attributes.get("gen_ai.agent.name") for r in rows}
+    for row in rows:
+        if not row.attributes.get("gen_ai.agent.name") and names.get(row.parent_span_id):
+            row.attributes = row.attributes | {"gen_ai.agent.name": names[row.parent_span_id]}
 
 
 def _invocations(rows: list[TraceSpan]) -> dict[str, str]:
@@ -123,14 +153,17 @@ def _invocations(rows: list[TraceSpan]) -> dict[str, str]:
     children: dict[str, list[str]] = defaultdict(list)
     for row in rows:
         children[row.parent_span_id].append(row.span_id)
-    for operation in ("invoke_agent", "invoke_workflow"):
+    for operation in RUN_OPERATIONS:
         for row in rows:
             if row.operation == operation and row.span_id not in found:
                 child = next((found[c] for c in children[row.span_id] if c in found), "")
                 found[row.span_id] = child
+    # One request, one trace, one invocation: where the trace names only one,
+    # a span whose own place does not say it yet (its parent not come) is in it.
+    only = next(iter(set(found.values()) - {""})) if len(set(found.values()) - {""}) == 1 else ""
     for row in rows:
-        if row.operation == "execute_tool" and not found.get(row.span_id):
-            found[row.span_id] = found.get(row.parent_span_id, "")
+        if not found.get(row.span_id):
+            found[row.span_id] = found.get(row.parent_span_id) or only
     return found
 
 
@@ -142,22 +175,36 @@ def _record(row: TraceSpan, session: Session, invocation_id: str) -> None:
         agent_name=str(attributes.get("gen_ai.agent.name") or attributes.get("gen_ai.workflow.name") or "")[:255],
         branch=None, started_at=row.started_at, duration_ms=row.duration_ms, error=row.error,
     )
-    if row.operation == "generate_content":
+    if _instrumentation_copy(row):
+        return
+    if row.operation in MODEL_OPERATIONS:
         services.model_call_record(span=span, event_id=str(attributes.get("gcp.vertex.agent.event_id") or ""),
                                    request=_request(attributes), response=_response(attributes))
     elif row.operation == "execute_tool":
         services.tool_call_record(
             span=span, tool_name=str(attributes.get("gen_ai.tool.name") or row.name),
             function_call_id=str(attributes.get("gen_ai.tool.call.id") or ""),
-            args=_json(attributes.get("gen_ai.tool.call.arguments"), {}),
-            result=_json(attributes.get("gen_ai.tool.call.result"), None),
+            args=_json(attributes.get("gen_ai.tool.call.arguments", attributes.get("gcp.vertex.agent.tool_call_args")), {}),
+            result=_tool_result(attributes),
             event_id=str(attributes.get("gcp.vertex.agent.event_id") or ""),
         )
     else:
         services.agent_run_record(span=span)
 
 
+def _tool_result(attributes: dict[str, Any]) -> Any:
+    return _json(attributes.get("gen_ai.tool.call.result", attributes.get("gcp.vertex.agent.tool_response")), None)
+
+
 def _request(attributes: dict[str, Any]) -> dict[str, Any]:
+    adk_request = _json(attributes.get("gcp.vertex.agent.llm_request"), {})
+    if isinstance(adk_request, dict) and adk_request:  # schema v1: ADK's own LlmRequest, as JSON
+        config = adk_request.get("config") or {}
+        instruction = config.get("system_instruction")
+        return {"model": str(adk_request.get("model") or ""),
+                "system_instruction": instruction if isinstance(instruction, str) else json.dumps(instruction or ""),
+                "contents": [c for c in adk_request.get("contents") or [] if isinstance(c, dict)], "tools": [],
+                "config": {}}
     instructions = _json(attributes.get("gen_ai.system_instructions"), [])
     return {
         "model": str(attributes.get("gen_ai.request.model") or ""),
@@ -169,6 +216,9 @@ def _request(attributes: dict[str, Any]) -> dict[str, Any]:
 
 
 def _response(attributes: dict[str, Any]) -> dict[str, Any]:
+    adk_response = _json(attributes.get("gcp.vertex.agent.llm_response"), {})
+    if isinstance(adk_response, dict) and adk_response:  # schema v1: ADK's own LlmResponse, as JSON
+        return adk_response
     outputs = [m for m in _json(attributes.get("gen_ai.output.messages"), []) if isinstance(m, dict)]
     reasons = attributes.get("gen_ai.response.finish_reasons") or []
     prompt, output = attributes.get("gen_ai.usage.input_tokens"), attributes.get("gen_ai.usage.output_tokens")
@@ -228,12 +278,12 @@ def _rebuild_events(session: Session, waiting: list[TraceSpan], rows: list[Trace
     key = SessionKey(session.app.name, session.user_id, session.session_id)
     first_call = {}
     for row in rows:
-        if row.operation == "generate_content":
+        if row.operation in MODEL_OPERATIONS and not _instrumentation_copy(row):
             first_call.setdefault(invocations.get(row.span_id, ""), row.span_id)
     events = []
     for row in waiting:
         invocation = invocations.get(row.span_id, "")
-        if row.operation == "generate_content":
+        if row.operation in MODEL_OPERATIONS and not _instrumentation_copy(row):
             if first_call.get(invocation) == row.span_id:
                 events.append(_user_event(row, invocation))
             events.append(_model_event(row, invocation))
@@ -241,10 +291,12 @@ def _rebuild_events(session: Session, waiting: list[TraceSpan], rows: list[Trace
             events.append(_tool_event(row, invocation))
     stored = set(session.events.values_list("event_id", flat=True))
     calls = _open_calls(session, {invocations.get(r.span_id, "") for r in waiting})
-    for data in sorted((e for e in events if e is not None), key=lambda e: e["timestamp"]):
+    events = sorted((e for e in events if e is not None and e["id"] not in stored), key=lambda e: e["timestamp"])
+    for data in events:  # all paired first: a call may take the id of a response that comes after it
+        calls.pair(data)
+    for data in events:
         if data["id"] in stored:
             continue
-        _pair(data, calls)
         try:
             event = AdkEvent.model_validate(data)
         except ValidationError:  # content an exporter cut short: the record keeps what came
@@ -253,34 +305,52 @@ def _rebuild_events(session: Session, waiting: list[TraceSpan], rows: list[Trace
         stored.add(data["id"])
 
 
-def _open_calls(session: Session, invocation_ids: set[str]) -> dict[str, list[str]]:
-    """The ids of the function calls each tool name has waiting for a response, in the invocations' stored events."""
-    calls: dict[str, list[str]] = defaultdict(list)
+class _Calls:
+    """Function calls waiting for their response, per tool name, so the two pair up.
+
+    Schema v2's content gives calls the instrumentation's own ids (`plan_trip_0`)
+    and its tool spans ADK's: a response takes its call's id. Schema v1's calls
+    have none: a call takes its response's (ADK's) id, when both come together.
+    """
+
+    def __init__(self) -> None:
+        self.with_id: dict[str, list[str]] = defaultdict(list)
+        self.without_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
+
+    def pair(self, event: dict[str, Any]) -> None:
+        for part in (event.get("content") or {}).get("parts") or []:
+            call, response = part.get("function_call"), part.get("function_response")
+            if call:
+                name = str(call.get("name"))
+                if call.get("id"):
+                    self.with_id[name].append(str(call["id"]))
+                else:
+                    self.without_id[name].append(call)
+            elif response:
+                name = str(response.get("name"))
+                if self.with_id[name]:
+                    response["id"] = self.with_id[name].pop(0)
+                elif self.without_id[name]:
+                    self.without_id[name].pop(0)["id"] = response.get("id")
+
+
+def _open_calls(session: Session, invocation_ids: set[str]) -> _Calls:
+    """The calls of the invocations' stored events still waiting for a response."""
+    calls = _Calls()
     for data in session.events.filter(invocation_id__in=invocation_ids).order_by("seq").values_list("data", flat=True):
-        _pair(data, calls)
+        calls.pair(data)
+    calls.without_id.clear()  # stored already: their ids can no longer change
     return calls
 
 
-def _pair(event: dict[str, Any], calls: dict[str, list[str]]) -> None:
-    """Note a reply's function calls; give a tool's response the id of the call it
-    answers. The content's call ids are the instrumentation's own (`plan_trip_0`),
-    the tool span's are ADK's: responses take the calls' so the two pair up."""
-    for part in (event.get("content") or {}).get("parts") or []:
-        call, response = part.get("function_call"), part.get("function_response")
-        if call and call.get("id"):
-            calls[str(call.get("name"))].append(str(call["id"]))
-        elif response and calls.get(str(response.get("name"))):
-            response["id"] = calls[str(response.get("name"))].pop(0)
-
-
 def _user_event(row: TraceSpan, invocation: str) -> dict[str, Any] | None:
-    messages = [m for m in _json(row.attributes.get("gen_ai.input.messages"), []) if isinstance(m, dict)]
-    users = [m for m in messages if m.get("role") == "user" and any(
-        isinstance(p, dict) and p.get("type") == "text" for p in m.get("parts") or [])]
+    contents = _request(row.attributes)["contents"]
+    users = [c for c in contents if c.get("role") == "user" and any(
+        isinstance(p, dict) and p.get("text") for p in c.get("parts") or [])]
     if not users:
         return None
     return {"id": f"{invocation or row.span_id}-user", "invocation_id": invocation, "author": "user",
-            "timestamp": row.started_at, "content": _content(users[-1])}
+            "timestamp": row.started_at, "content": users[-1]}
 
 
 def _model_event(row: TraceSpan, invocation: str) -> dict[str, Any] | None:
@@ -291,14 +361,16 @@ def _model_event(row: TraceSpan, invocation: str) -> dict[str, Any] | None:
         return None
     response = _response(row.attributes)
     return {"id": str(event_id), "invocation_id": invocation, "author": str(row.attributes.get("gen_ai.agent.name") or "model"),
-            "timestamp": row.started_at + row.duration_ms / 1000, "content": response.get("content"),
+            # v1's call_llm lasts until the tools it asked for have run: its reply came before them.
+            "timestamp": row.started_at + (1e-6 if row.operation == "call_llm" else row.duration_ms / 1000),
+            "content": response.get("content"),
             "usage_metadata": response["usage_metadata"] or None, "model_version": response["model_version"] or None,
             "error_code": response.get("error_code") or ("ERROR" if row.error else None), "error_message": row.error or None}
 
 
 def _tool_event(row: TraceSpan, invocation: str) -> dict[str, Any] | None:
     attributes = row.attributes
-    result, event_id = _json(attributes.get("gen_ai.tool.call.result"), None), attributes.get("gcp.vertex.agent.event_id")
+    result, event_id = _tool_result(attributes), attributes.get("gcp.vertex.agent.event_id")
     if result is None or not event_id:
         return None
     response = {"id": attributes.get("gen_ai.tool.call.id"), "name": attributes.get("gen_ai.tool.name"),

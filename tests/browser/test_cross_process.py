@@ -183,12 +183,14 @@ def test_a_chat_through_adks_own_api_server_shows_live_in_adkui(live_server, pag
     assert page.js_errors == []
 
 
-def test_a_deployed_agents_opentelemetry_shows_its_invocations_in_adkui(live_server, page, adk_api_server):
+@pytest.mark.parametrize("schema", ["2", "1"])  # ADK's telemetry schema: v2 (its default) and the legacy v1
+def test_a_deployed_agents_opentelemetry_shows_its_invocations_in_adkui(live_server, page, adk_api_server, schema):
     # ADK's own exporter (google-adk[otel]), pointed at adkui as at any OTLP collector;
     # the agent keeps its sessions in ADK's in-memory service: adkui sees only the spans.
     adk = adk_api_server([], {"OTEL_EXPORTER_OTLP_ENDPOINT": live_server.url, "OTEL_BSP_SCHEDULE_DELAY": "100",
                               "OTEL_BLRP_SCHEDULE_DELAY": "100", "OTEL_SERVICE_NAME": "deployed-trips",
-                              "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT"})
+                              "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT",
+                              "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": schema})
     assert httpx.post(f"{adk}/apps/trip_planner/users/ann/sessions/deployed", json={}).status_code == 200
     events = chat(adk, "deployed", "Plan a trip to Lisbon")
     session = wait_until(lambda: SessionRow.objects.filter(session_id="deployed", revision__gte=len(events) + 1).first(),
@@ -205,4 +207,9 @@ def test_a_deployed_agents_opentelemetry_shows_its_invocations_in_adkui(live_ser
     trace = page.locator("main")
     expect(trace).to_contain_text("plan_trip")
     expect(trace).to_contain_text("trip_planner")
+    # The reply's call and the tool's response pair up, as in a session adkui ran itself.
+    calls = [p for e in session.events.all() for p in e.data.get("content", {}).get("parts", []) if "function_call" in p]
+    answers = [p for e in session.events.all() for p in e.data.get("content", {}).get("parts", [])
+               if "function_response" in p]
+    assert [c["function_call"]["id"] for c in calls] == [a["function_response"]["id"] for a in answers]
     assert page.js_errors == []

@@ -178,3 +178,16 @@ def test_a_failed_model_call_shows_as_the_error_event_it_was(client):
     assert (event.error_code, event.data["error_message"], event.has_error) == (
         "RESOURCE_EXHAUSTED", "429 RESOURCE_EXHAUSTED", True)
     assert ModelCall.objects.get(event_id="ev-answer").failed
+
+
+def test_a_session_whose_records_name_no_invocation_still_opens(client, service):
+    """A model call with no invocation (an exporter that sends none) is listed, not linked."""
+    spans = [s for s in adk_spans() if s.name.startswith("generate_content")][:1]
+    kept = [a for a in spans[0].attributes if a.key != "gcp.vertex.agent.invocation_id"]
+    del spans[0].attributes[:]
+    spans[0].attributes.extend(kept)
+    post(client, body(spans).SerializeToString())
+    session = Session.objects.get()
+    assert ModelCall.objects.get().invocation_id == ""
+    assert client.get(f"/sessions/{session.pk}/").status_code == 200
+    assert client.get(f"/inspect/model-calls/{ModelCall.objects.get().pk}/").status_code == 200
