@@ -39,10 +39,21 @@ def app_group(app_pk: int) -> str:
 # Pages that summarise every app (the home page) listen here for any change
 # to what they count: a session made, changed or deleted, an eval run moving.
 ACTIVITY_GROUP = "activity"
+# At most one ping per this many seconds from a process: a summary page reloads
+# no sooner than this after a ping (runtime_app.consumers.REFRESH_DELAY), so
+# that reload reads the changes whose pings were skipped; and an append does not
+# pay a Redis round trip for the home page each time.
+ACTIVITY_EVERY = 0.5
+_last_activity = 0.0
 
 
 def activity() -> None:
     """Tell the summary pages that something they show may have changed."""
+    global _last_activity
+    now = time.monotonic()
+    if now - _last_activity < ACTIVITY_EVERY:
+        return
+    _last_activity = now
     if listened(ACTIVITY_GROUP):
         send(ACTIVITY_GROUP, {"type": "activity.changed"})
 

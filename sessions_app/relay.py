@@ -61,14 +61,12 @@ def relayed(fn: F) -> F:
 
 def on_commit(fn: Callable[..., None], /, **kwargs: Any) -> None:
     """Run the broadcast `fn(**kwargs)` once the current transaction commits,
-    here and in every process that serves live pages; robustly, as broadcasts
-    never fail the write they announce."""
+    here and, when `fn` is marked `@relayed`, in every process that serves live
+    pages; robustly, as broadcasts never fail the write they announce."""
     transaction.on_commit(lambda: fn(**kwargs), robust=True)
-    if not _in_process_layer():
-        return
     name = _name(fn)
-    if name not in _relayed:
-        raise ValueError(f"{name} is not marked @relayed")
+    if name not in _relayed or not _in_process_layer():  # not relayed: this process's viewers only
+        return
     cast = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
     with connection.cursor() as cursor:
         cursor.execute(

@@ -30,6 +30,8 @@ G, P = "GET", "POST"
 RULES: dict[str, dict[str, str]] = {
     # adkui: no login, any logged-in user, and the API's catch-all 404
     "healthz": {G: OPEN},
+    "otlp:traces": {P: EDIT},  # OTLP/HTTP: an exporter sends with an editor's token
+    "otlp:logs": {P: EDIT},
     "login": {G: OPEN, P: OPEN, "PUT": OPEN},
     "logout": {P: LOGIN},
     "^api/(?P<rest>.*)$": {G: VIEW, P: EDIT, "PUT": EDIT, "PATCH": EDIT, "DELETE": DELETE},

@@ -7,7 +7,7 @@ import pytest
 from channels.layers import channel_layers
 from django.db import transaction
 
-from sessions_app import broadcast, relay
+from sessions_app import relay
 from sessions_app.models import Notice
 from sessions_app.relay import GRACE_SECONDS, Seen
 
@@ -50,9 +50,12 @@ def test_a_notice_whose_row_is_gone_is_skipped(in_memory, service, monkeypatch):
     assert [c["session"].session_id for c in calls] == ["s"]
 
 
-def test_only_marked_broadcasts_can_be_relayed(in_memory):
-    with pytest.raises(ValueError, match="not marked"):
-        relay.on_commit(broadcast.partial_event, session=None, event=None)
+def test_only_marked_broadcasts_are_relayed(in_memory, django_capture_on_commit_callbacks):
+    calls = []
+    with django_capture_on_commit_callbacks(execute=True):
+        relay.on_commit(lambda **kw: calls.append(kw), session=None)
+    assert calls == [{"session": None}]  # run here, on commit
+    assert not Notice.objects.exists()  # and nowhere else
 
 
 def test_no_notice_where_the_channel_layer_crosses_processes(settings, service):
