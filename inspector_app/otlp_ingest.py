@@ -172,7 +172,8 @@ def _record(row: TraceSpan, session: Session, invocation_id: str) -> None:
     span = services.Span(
         key=SessionKey(session.app.name, session.user_id, session.session_id), session_pk=session.pk,
         invocation_id=invocation_id, span_id=row.span_id, parent_span_id=row.parent_span_id,
-        agent_name=str(attributes.get("gen_ai.agent.name") or attributes.get("gen_ai.workflow.name") or "")[:255],
+        agent_name=str(attributes.get("gen_ai.agent.name") or attributes.get("gen_ai.workflow.name")
+                       or (row.name if row.operation == "invocation" else ""))[:255],
         branch=None, started_at=row.started_at, duration_ms=row.duration_ms, error=row.error,
     )
     if _instrumentation_copy(row):
