@@ -44,6 +44,7 @@ from sessions_app.apis.base import (
     BadRequest,
     _require_session,
     _validated,
+    checked_state_delta,
     validate_adk,
 )
 from sessions_app.keys import SessionKey
@@ -115,6 +116,9 @@ class RunInputSerializer(AdkBodySerializer):
     customMetadata = serializers.DictField(source="custom_metadata", required=False, allow_null=True)
     # Accepted as ADK accepts it; ADK only uses it for frames of artifact events.
     functionCallEventId = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+
+    def validate_stateDelta(self, value: dict[str, Any] | None) -> dict[str, Any] | None:  # noqa: N802 (ADK's name)
+        return checked_state_delta(value, "stateDelta")
 
 
 def _run_request(data: Any, *, streaming: bool) -> RunRequest:

@@ -23,13 +23,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access.limits import InputError, TooLargeError
+from access.limits import InputError, TooLargeError, check_id, check_state_size
 from access.parsers import LimitedJSONParser
 
 from .. import runtime, selectors
 from ..keys import SessionKey
 from ..models import Session
-from ..scopes import UnstorableValueError
+from ..scopes import UnstorableValueError, split_delta
 from ..session_service import DjangoSessionService
 
 
@@ -176,6 +176,17 @@ class AdkModelField(serializers.Field):
 
     def to_representation(self, value: pydantic.BaseModel) -> Any:
         return value.model_dump(exclude_none=True, by_alias=True, mode="json")
+
+
+def checked_state_delta(value: dict[str, Any] | None, field: str) -> dict[str, Any] | None:
+    """A delta a run will apply, refused before the run starts as the one write path would refuse
+    it inside the run (where it became an AGENT_ERROR event): every key, without its `app:`/`user:`
+    prefix, a non-empty id, and the whole within ADKUI_MAX_STATE_BYTES (413)."""
+    check_state_size(value, field)
+    for scope, values in split_delta(value or {}).items():
+        for key in values:
+            check_id(key, f"{field} key")
+    return value
 
 
 def _validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:

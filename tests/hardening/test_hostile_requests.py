@@ -35,6 +35,12 @@ def event(**fields: Any) -> str:
     return json.dumps({"author": "x", "content": {"parts": [{"text": "hi"}]}, **fields})
 
 
+def run(**fields: Any) -> str:
+    """A `/api/run(_sse)` body that would run the agent, but for `fields`."""
+    message = {"role": "user", "parts": [{"text": "hi"}]}
+    return json.dumps({"appName": APP, "userId": USER, "sessionId": SID, "newMessage": message, **fields})
+
+
 @dataclass
 class Hostile:
     name: str
@@ -127,6 +133,13 @@ HOSTILE = [
             names="body"),
     Hostile("run_sse: nested message", "POST", "/api/run_sse",
             '{"appName": "trip_planner", "userId": "u", "sessionId": "s1", "newMessage": ' + DEEP + "}", names="body"),
+    Hostile("run: empty state-delta key", "POST", "/api/run", run(stateDelta={"": 1}), names="stateDelta key"),
+    Hostile("run_sse: empty app: key", "POST", "/api/run_sse", run(stateDelta={"app:": 1}), names="stateDelta key"),
+    Hostile("run: state-delta key over 255", "POST", "/api/run", run(stateDelta={LONG: 1}), names="stateDelta key"),
+    Hostile("run: state delta over ADKUI_MAX_STATE_BYTES", "POST", "/api/run", run(stateDelta={"k": "x" * 5000}),
+            expect=(413,), names="stateDelta"),
+    Hostile("run_sse: state delta over ADKUI_MAX_STATE_BYTES", "POST", "/api/run_sse",
+            run(stateDelta={"user:k": "x" * 5000}), expect=(413,), names="stateDelta"),
     Hostile("run: unknown session", "POST", "/api/run", json.dumps({"appName": APP, "userId": USER, "sessionId": "nope"}),
             expect=(404,)),
     # ---- artifacts and memory
