@@ -46,6 +46,7 @@ if not SECRET_KEY:
     raise ImproperlyConfigured("Set SECRET_KEY: it is required when DEBUG is off.")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+CSRF_FAILURE_VIEW = "adkui.errors.csrf_failure"  # JSON under /api/, Django's page elsewhere
 
 INSTALLED_APPS = [
     "daphne",
