@@ -31,6 +31,7 @@ from ..keys import SessionKey
 from ..models import Session
 from ..scopes import UnstorableValueError, split_delta
 from ..session_service import DjangoSessionService
+from .schema import AdkPydanticExtension  # noqa: F401 (drf-spectacular uses it once imported)
 
 
 # Sessions ADK's evaluator creates; ADK's server leaves them out of listings.

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.test import Client
+from google.adk.events import Event as AdkEvent
+from jsonschema import Draft202012Validator
 
 
 @pytest.mark.django_db
@@ -27,3 +30,63 @@ def test_a_csrf_refusal_under_api_is_json(rf) -> None:
     assert api.status_code == page.status_code == 403
     assert api["Content-Type"] == "application/json" and "CSRF token missing." in json.loads(api.content)["detail"]
     assert page["Content-Type"].startswith("text/html")
+
+
+# ---- responses read back valid against the API's own schema -------------------------
+
+APP, USER = "trip_planner", "ann"
+SESSION = f"/api/apps/{APP}/users/{USER}/sessions/s1"
+
+
+@pytest.fixture(scope="module")
+def openapi() -> dict[str, Any]:
+    from drf_spectacular.generators import SchemaGenerator
+
+    return json.loads(json.dumps(SchemaGenerator().get_schema(request=None, public=True)))
+
+
+def assert_conforms(openapi: dict[str, Any], template: str, method: str, response: Any) -> None:
+    """The response's JSON is what the schema documents for its status (OpenAPI 3.1 is JSON Schema 2020-12)."""
+    documented = openapi["paths"][template][method]["responses"][str(response.status_code)]
+    schema = {**documented["content"]["application/json"]["schema"], "components": openapi["components"]}
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in Draft202012Validator(schema).iter_errors(response.json())]
+    assert not errors, errors[:5]
+
+
+@pytest.mark.django_db
+def test_metrics_info_answers_what_its_schema_says(client, openapi) -> None:
+    """Its `Interval` was google-genai's (startTime/endTime) though the answer holds ADK eval's."""
+    response = client.get(f"/api/dev/apps/{APP}/metrics-info")
+    assert response.status_code == 200
+    assert_conforms(openapi, "/api/dev/apps/{app_name}/metrics-info", "get", response)
+    names = [name for name in openapi["components"]["schemas"] if name.endswith("Interval")]
+    assert sorted(names) == ["EvalMetricsInterval", "Interval"]
+
+
+ODD = {"finishReason": "AAA", "interactionStatus": "aaa", "turnCompleteReason": "stop-ish"}
+
+
+@pytest.mark.django_db
+def test_an_unknown_enum_value_is_kept_as_adk_keeps_it_and_reads_back_valid(client, service, openapi) -> None:
+    """google-genai's enums keep a value they do not know (ADK's models and server accept it), so the
+    schema says open string; what is stored then always reads back valid, by the schema and by ADK."""
+    service.create_session_sync(app_name=APP, user_id=USER, session_id="s1")
+    part = {"text": "hi", "functionResponse": {"name": "f", "parts": [{"mediaProcessing": "BBB"}]}}
+    body = {"author": "x", "content": {"role": "model", "parts": [part]}, **ODD}
+    assert validate_adk_accepts(body)
+    created = client.post(SESSION + "/events", body, content_type="application/json")
+    assert created.status_code == 201, created.content
+    read = client.get(SESSION)
+    assert_conforms(openapi, "/api/apps/{app_name}/users/{user_id}/sessions/{session_id}", "get", read)
+    event = AdkEvent.model_validate(read.json()["events"][0])
+    assert {event.finish_reason, event.interaction_status, event.turn_complete_reason} == {"AAA", "aaa", "stop-ish"}
+    assert event.content.parts[0].function_response.parts[0].media_processing == "BBB"
+    known = openapi["components"]["schemas"]["FinishReason"]
+    assert "enum" not in known and "STOP" in known["examples"] and "open enum" in known["description"]
+
+
+def validate_adk_accepts(body: dict[str, Any]) -> bool:
+    """ADK's own model takes it (with google-genai's warning), which is what the API follows."""
+    with pytest.warns(UserWarning, match="is not a valid"):
+        AdkEvent.model_validate(body)
+    return True
