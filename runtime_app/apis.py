@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from django.http import StreamingHttpResponse
 from django.templatetags.static import static
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
 from drf_spectacular.views import SpectacularSwaggerView
 from google.adk.agents.base_agent import BaseAgent
 from google.adk.agents.llm_agent import LlmAgent
@@ -248,6 +248,13 @@ class TelemetrySerializer(serializers.Serializer):
     telemetry = serializers.BooleanField(allow_null=True)
 
 
+TELEMETRY_HEADER = OpenApiParameter(
+    "x-adk-telemetry-request", str, OpenApiParameter.HEADER, required=True, enum=["true"],
+    description="ADK's dev server refuses the consent without it (400), so a page of another origin cannot set it "
+                "through a plain form post; adk-web sends it.",
+)
+
+
 @reads  # nothing is stored: a viewer may send it
 class TelemetryApi(AdkApi):
     """adk-web asks for consent to send its usage analytics to Google, and blocks its UI until
@@ -259,7 +266,7 @@ class TelemetryApi(AdkApi):
         return Response({"telemetry": False})
 
     @extend_schema(operation_id="telemetry_set", tags=["apps"], request=TelemetryConsentRequest,
-                   responses={200: TelemetrySerializer})
+                   parameters=[TELEMETRY_HEADER], responses={200: TelemetrySerializer})
     def post(self, request: Request) -> Response:
         if request.headers.get("x-adk-telemetry-request") != "true":
             raise BadRequest("Forbidden: missing required security header")

@@ -6,7 +6,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_serializer
+from google.adk.cli.api_server import UpdateSessionRequest
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events import Event as AdkEvent
 from google.adk.events import EventActions
@@ -81,6 +82,20 @@ def _create_session(
     return session
 
 
+@extend_schema_field({
+    "type": "object", "maxProperties": 0,
+    "description": "ADK's server forwards these to the session service's create_session as keyword arguments; "
+                   "DjangoSessionService takes none, so only an empty object (or null) is accepted, as ADK's "
+                   "server answers with this service.",
+})
+class NoOptionsField(serializers.DictField):
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value = super().to_internal_value(data)
+        if value:
+            raise ValidationError("Session options are not supported by the configured session service.")
+        return value
+
+
 class SessionListApi(AdkApi):
     class QuerySerializer(serializers.Serializer):
         include_eval = serializers.BooleanField(
@@ -112,7 +127,7 @@ class SessionCreateApi(AdkApi):
         sessionId = serializers.CharField(source="session_id", required=False, allow_null=True, allow_blank=True)
         state = serializers.DictField(required=False, allow_null=True)
         events = serializers.ListField(child=AdkModelField(AdkEvent), required=False, allow_null=True)
-        options = serializers.DictField(required=False, allow_null=True)
+        options = NoOptionsField(required=False, allow_null=True)
 
         def validate_state(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
             return _capped_state(value)
@@ -121,11 +136,6 @@ class SessionCreateApi(AdkApi):
             limit = settings.ADKUI_MAX_INITIAL_EVENTS
             if value and len(value) > limit:
                 raise ValidationError(f"A new session takes at most {limit} initial events; this one has {len(value)}.")
-            return value
-
-        def validate_options(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
-            if value:
-                raise ValidationError("Session options are not supported by the configured session service.")
             return value
 
     @extend_schema(operation_id="session_create", tags=["sessions"], request=InputSerializer, responses={200: AdkSession})
@@ -163,14 +173,17 @@ class SessionGetApi(AdkApi):
 
 
 class SessionUpdateApi(AdkApi):
-    @extend_schema_serializer(component_name="UpdateSessionRequest")
     class InputSerializer(AdkBodySerializer):
         stateDelta = serializers.DictField(source="state_delta")
 
         def validate_stateDelta(self, value: dict[str, Any]) -> dict[str, Any]:  # noqa: N802 (ADK's field name)
             return _capped_state(value)
 
-    @extend_schema(operation_id="session_update", tags=["sessions"], request=InputSerializer, responses={200: AdkSession})
+    # ADK's own model, as its server takes it: stateDelta is required (drf-spectacular would
+    # document a serializer's fields as optional on a PATCH).
+    @extend_schema(
+        operation_id="session_update", tags=["sessions"], request=UpdateSessionRequest, responses={200: AdkSession},
+    )
     def patch(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
         """Change state without running the agent: ADK appends the delta as a `user` event."""
         delta = _validated(self.InputSerializer, request.data)["state_delta"]

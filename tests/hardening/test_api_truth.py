@@ -90,3 +90,44 @@ def validate_adk_accepts(body: dict[str, Any]) -> bool:
     with pytest.warns(UserWarning, match="is not a valid"):
         AdkEvent.model_validate(body)
     return True
+
+
+# ---- what the schema says a request needs is what the server needs --------------------
+
+
+def request_schema(openapi: dict[str, Any], template: str, method: str) -> dict[str, Any]:
+    schema = openapi["paths"][template][method]["requestBody"]["content"]["application/json"]["schema"]
+    if "$ref" in schema:
+        return openapi["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+@pytest.mark.django_db
+def test_patch_needs_a_state_delta_as_the_schema_and_adk_say(client, service, openapi) -> None:
+    service.create_session_sync(app_name=APP, user_id=USER, session_id="s1")
+    template = "/api/apps/{app_name}/users/{user_id}/sessions/{session_id}"
+    assert request_schema(openapi, template, "patch")["required"] == ["stateDelta"]
+    refused = client.patch(SESSION, {}, content_type="application/json")
+    assert refused.status_code == 400 and "stateDelta" in refused.json()
+
+
+@pytest.mark.django_db
+def test_session_options_are_documented_as_the_empty_object_the_service_takes(client, openapi) -> None:
+    sessions = f"/api/apps/{APP}/users/{USER}/sessions"
+    options = request_schema(openapi, "/api/apps/{app_name}/users/{user_id}/sessions", "post")["properties"]["options"]
+    assert options["maxProperties"] == 0
+    refused = client.post(sessions, {"sessionId": "o1", "options": {"ttl": 5}}, content_type="application/json")
+    assert refused.status_code == 400 and "options" in refused.json()
+    taken = client.post(sessions, {"sessionId": "o2", "options": {}}, content_type="application/json")
+    assert taken.status_code == 200 and taken.json()["id"] == "o2"
+
+
+@pytest.mark.django_db
+def test_the_telemetry_header_adk_requires_is_documented(client, openapi) -> None:
+    operation = openapi["paths"]["/api/config/telemetry"]["post"]
+    header = next(p for p in operation["parameters"] if p["in"] == "header")
+    assert header["name"] == "x-adk-telemetry-request" and header["required"] and header["schema"]["enum"] == ["true"]
+    without = client.post("/api/config/telemetry", {"telemetry": True}, content_type="application/json")
+    sent = client.post("/api/config/telemetry", {"telemetry": True}, content_type="application/json",
+                       headers={"x-adk-telemetry-request": "true"})
+    assert (without.status_code, sent.status_code) == (400, 200)
