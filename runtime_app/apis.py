@@ -34,6 +34,7 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from access.fields import StrictBooleanField, StrictCharField
 from access.roles import reads
 from sessions_app import selectors
 from sessions_app.apis.base import (
@@ -103,19 +104,19 @@ class AppListApi(AdkApi):
 class RunInputSerializer(AdkBodySerializer):
     """ADK's `RunAgentRequest`."""
 
-    appName = serializers.CharField(source="app_name")
-    userId = serializers.CharField(source="user_id")
-    sessionId = serializers.CharField(source="session_id")
+    appName = StrictCharField(source="app_name")
+    userId = StrictCharField(source="user_id")
+    sessionId = StrictCharField(source="session_id")
     newMessage = AdkModelField(types.Content, source="new_message", required=False, allow_null=True)
-    streaming = serializers.BooleanField(default=False)
+    streaming = StrictBooleanField(default=False)
     stateDelta = serializers.DictField(source="state_delta", required=False, allow_null=True)
-    invocationId = serializers.CharField(
+    invocationId = StrictCharField(
         source="invocation_id", required=False, allow_null=True, allow_blank=True,
         help_text="Resume this (interrupted) invocation; no newMessage needed.",
     )
     customMetadata = serializers.DictField(source="custom_metadata", required=False, allow_null=True)
     # Accepted as ADK accepts it; ADK only uses it for frames of artifact events.
-    functionCallEventId = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    functionCallEventId = StrictCharField(required=False, allow_null=True, allow_blank=True)
 
     def validate_stateDelta(self, value: dict[str, Any] | None) -> dict[str, Any] | None:  # noqa: N802 (ADK's name)
         return checked_state_delta(value, "stateDelta")

@@ -17,6 +17,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from access.fields import StrictCharField
 from access.limits import InputError, check_state_size
 from adk_compat import CLIENT_FUNCTION_CALL_NAMES, mark_restored
 
@@ -124,7 +125,7 @@ class SessionListApi(AdkApi):
 class SessionCreateApi(AdkApi):
     @extend_schema_serializer(component_name="CreateSessionRequest")
     class InputSerializer(AdkBodySerializer):
-        sessionId = serializers.CharField(source="session_id", required=False, allow_null=True, allow_blank=True)
+        sessionId = StrictCharField(source="session_id", required=False, allow_null=True, allow_blank=True)
         state = serializers.DictField(required=False, allow_null=True)
         events = serializers.ListField(child=AdkModelField(AdkEvent), required=False, allow_null=True)
         options = NoOptionsField(required=False, allow_null=True)

@@ -131,3 +131,35 @@ def test_the_telemetry_header_adk_requires_is_documented(client, openapi) -> Non
     sent = client.post("/api/config/telemetry", {"telemetry": True}, content_type="application/json",
                        headers={"x-adk-telemetry-request": "true"})
     assert (without.status_code, sent.status_code) == (400, 200)
+
+
+# ---- no conversion of wrong types ---------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("path", "body", "field"), [
+    (f"/api/apps/{APP}/users/{USER}/sessions", {"sessionId": 12345}, "sessionId"),
+    (SESSION + "/events", {"author": "x", "timestamp": True}, "timestamp"),
+    (SESSION + "/events", {"author": "x", "timestamp": "1700000000"}, "timestamp"),
+    (SESSION + "/events", {"author": "x", "partial": "false"}, "partial"),
+    (SESSION + "/events", {"author": "x", "usageMetadata": {"promptTokenCount": 2.5}}, "usageMetadata.promptTokenCount"),
+    ("/api/run", {"appName": APP, "userId": USER, "sessionId": 1, "newMessage": {"parts": [{"text": "hi"}]}}, "sessionId"),
+    ("/api/run", {"appName": APP, "userId": USER, "sessionId": "s1", "streaming": "yes",
+                  "newMessage": {"parts": [{"text": "hi"}]}}, "streaming"),
+])
+def test_a_value_of_the_wrong_type_is_refused_not_converted(client, service, path, body, field) -> None:
+    from sessions_app.models import Event, Session
+
+    service.create_session_sync(app_name=APP, user_id=USER, session_id="s1")
+    response = client.post(path, body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+    assert (Session.objects.count(), Event.objects.count()) == (1, 0)
+
+
+@pytest.mark.django_db
+def test_values_of_their_own_type_still_pass(client, service) -> None:
+    service.create_session_sync(app_name=APP, user_id=USER, session_id="s1")
+    body = {"author": "x", "timestamp": 1700000000, "partial": False, "longRunningToolIds": ["t"],
+            "usageMetadata": {"promptTokenCount": 2.0}, "content": {"role": "model", "parts": [{"text": "hi"}]}}
+    assert client.post(SESSION + "/events", body, content_type="application/json").status_code == 201
