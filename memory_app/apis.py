@@ -14,7 +14,6 @@ from django.http import HttpRequest, JsonResponse
 from google.adk.errors.input_validation_error import InputValidationError
 from google.genai import types
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, alias_generators
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from google.adk.artifacts.base_artifact_service import ArtifactVersion
 from rest_framework.request import Request
@@ -68,7 +67,16 @@ def _detail(message: str, status: int) -> JsonResponse:
     return JsonResponse({"detail": message}, status=status)
 
 
-VERSION_PARAMETER = OpenApiParameter("version", OpenApiTypes.STR, description="a version number, or `latest` (default)")
+MAX_VERSION = 2**31 - 1  # the version column's integer
+VERSION_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_VERSION},
+                            {"type": "string", "enum": ["latest"]}]}
+VERSION_PARAMETER = OpenApiParameter(
+    "version", VERSION_SCHEMA, description="A version number, or `latest` (the default); anything else is a 422.",
+)
+VERSION_ID_PARAMETER = OpenApiParameter(
+    "version_id", VERSION_SCHEMA, OpenApiParameter.PATH,
+    description="A version number, or `latest`; anything else is a 422, as in ADK's server.",
+)
 
 
 class _Api(APIView):
@@ -88,9 +96,12 @@ class _Api(APIView):
 
 
 def _version(value: Optional[str]) -> Optional[int]:
-    """None for "latest" (or absent); ValueError for anything not a number."""
+    """None for "latest" (or absent); ValueError for anything but a version number's digits
+    (Python's int() also reads " 5", "+5", "-1" and other scripts' digits)."""
     if value is None or value == "latest":
         return None
+    if not (value.isascii() and value.isdigit()) or int(value) > MAX_VERSION:
+        raise ValueError(value)
     return int(value)
 
 
@@ -179,7 +190,8 @@ class ArtifactVersionMetadataListApi(_Api):
 
 
 class ArtifactVersionDetailApi(_Api):
-    @extend_schema(operation_id="artifact_version_load", tags=["artifacts"], responses=types.Part)
+    @extend_schema(operation_id="artifact_version_load", tags=["artifacts"], parameters=[VERSION_ID_PARAMETER],
+                   responses=types.Part)
     def get(
         self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str, version_id: str
     ) -> JsonResponse:
@@ -191,7 +203,8 @@ class ArtifactVersionDetailApi(_Api):
 
 
 class ArtifactVersionMetadataApi(_Api):
-    @extend_schema(operation_id="artifact_version_metadata", tags=["artifacts"], responses=ArtifactVersion)
+    @extend_schema(operation_id="artifact_version_metadata", tags=["artifacts"], parameters=[VERSION_ID_PARAMETER],
+                   responses=ArtifactVersion)
     def get(
         self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str, version_id: str
     ) -> JsonResponse:

@@ -163,3 +163,28 @@ def test_values_of_their_own_type_still_pass(client, service) -> None:
     body = {"author": "x", "timestamp": 1700000000, "partial": False, "longRunningToolIds": ["t"],
             "usageMetadata": {"promptTokenCount": 2.0}, "content": {"role": "model", "parts": [{"text": "hi"}]}}
     assert client.post(SESSION + "/events", body, content_type="application/json").status_code == 201
+
+
+# ---- artifact versions: a number or `latest`, as documented ---------------------------------
+
+
+@pytest.mark.django_db
+def test_an_artifact_version_is_a_number_or_latest_as_documented(client, service, openapi) -> None:
+    from google.genai import types
+
+    from memory_app.artifact_service import DjangoArtifactService
+
+    service.create_session_sync(app_name=APP, user_id=USER, session_id="s1")
+    DjangoArtifactService().save_artifact_sync(app_name=APP, user_id=USER, session_id="s1", filename="a.txt",
+                                               artifact=types.Part(text="hello"))
+    template = "/api/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{artifact_name}/versions/{version_id}"
+    documented = next(p for p in openapi["paths"][template]["get"]["parameters"] if p["name"] == "version_id")
+    assert [s.get("type") for s in documented["schema"]["anyOf"]] == ["integer", "string"]
+    base = SESSION + "/artifacts/a.txt"
+    for good in ("0", "latest"):
+        assert client.get(f"{base}/versions/{good}").json() == {"text": "hello"}
+    assert client.get(f"{base}?version=0").json() == {"text": "hello"}
+    for bad in ("abc", "-1", "+0", "%200", "1.0", "\u0660", str(2**31)):
+        assert client.get(f"{base}/versions/{bad}").status_code == 422, bad
+        assert client.get(f"{base}/versions/{bad}/metadata").status_code == 422, bad
+        assert client.get(f"{base}?version={bad}").status_code == 422, bad
