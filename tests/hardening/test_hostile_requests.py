@@ -16,6 +16,7 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from eval_app.evalset_files import MAX_FILE_BYTES
 from sessions_app.models import Session
 
 APP, USER, SID = "trip_planner", "u", "s1"
@@ -29,6 +30,9 @@ BILLION_LAUGHS = (
     "a: &a [x,x,x,x,x,x,x,x,x]\n"
     + "".join(f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
 )
+
+# Few values (so under the count cap), ~22 MB of text once its aliases expand.
+LONG_TEXT_ALIASED = ("eval_set_id: big\nnote: &a " + "x" * 100_000 + "\neval_cases: [" + ", ".join(["*a"] * 220) + "]\n")
 
 
 def event(**fields: Any) -> str:
@@ -165,6 +169,8 @@ HOSTILE = [
     Hostile("rewind preview of a word", "GET", "/sessions/{pk}/rewind/?seq=abc", expect=(404,)),
     Hostile("eval import: billion laughs", "POST", "/evals/", {"app_name": APP}, content_type="form", expect=(200, 400),
             files={"file": BILLION_LAUGHS.encode()}),
+    Hostile("eval import: long text aliased to ~22 MB", "POST", "/evals/", {"app_name": APP}, content_type="form",
+            expect=(200, 400), files={"file": LONG_TEXT_ALIASED.encode()}, names=str(MAX_FILE_BYTES)),
     Hostile("eval import: NUL in JSON", "POST", "/evals/", {"app_name": APP}, content_type="form", expect=(200, 400),
             files={"file": b'{"eval_set_id": "a\\u0000", "eval_cases": []}'}),
 ]
