@@ -202,7 +202,7 @@ WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = Path(os.environ.get("ADKUI_MEDIA_ROOT", BASE_DIR / "media"))
 
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "sessions_app.apis.schema.ApiAutoSchema",  # every error documented, one shape
     "DEFAULT_PARSER_CLASSES": ["access.parsers.LimitedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "access.authentication.SameOriginSessionAuthentication",

@@ -68,7 +68,7 @@ class EventTraceApi(AdkApi):
         operation_id="debug_event_trace", tags=["debug"],
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The attributes of the span that "
                                         "produced the event, with its trace_id and span_id."),
-                   404: OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": "Trace not found"}')},
+                   404: OpenApiResponse(description='{"detail": "Trace not found"}')},
     )
     def get(self, request: Request, app_name: str, event_id: str) -> Response:
         """The attributes of the model call (else tool call) that produced the event, as ADK's

@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from access import limits
+from sessions_app.apis.schema import errors
 from sessions_app.session_service import DjangoSessionService
 
 from .artifact_service import DjangoArtifactService
@@ -127,7 +128,8 @@ class ArtifactListApi(_Api):
         names = DjangoArtifactService().list_artifact_keys_sync(app_name=app_name, user_id=user_id, session_id=session_id)
         return _json(names)
 
-    @extend_schema(operation_id="artifact_save", tags=["artifacts"], request=SaveArtifactRequest, responses=ArtifactVersion)
+    @extend_schema(operation_id="artifact_save", tags=["artifacts"], request=SaveArtifactRequest,
+                   responses={200: ArtifactVersion, **errors(413, 422)})
     def post(self, request: Request, app_name: str, user_id: str, session_id: str) -> JsonResponse:
         self._parsing = True
         body = SaveArtifactRequest.model_validate_json(_read_body(request))
@@ -146,7 +148,8 @@ class ArtifactListApi(_Api):
 class ArtifactDetailApi(_Api):
     """GET: load (latest, or `?version=`). DELETE: delete every version."""
 
-    @extend_schema(operation_id="artifact_load", tags=["artifacts"], parameters=[VERSION_PARAMETER], responses=types.Part)
+    @extend_schema(operation_id="artifact_load", tags=["artifacts"], parameters=[VERSION_PARAMETER],
+                   responses={200: types.Part, **errors(422)})
     def get(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
         try:
             version = _version(request.query_params.get("version"))
@@ -191,7 +194,7 @@ class ArtifactVersionMetadataListApi(_Api):
 
 class ArtifactVersionDetailApi(_Api):
     @extend_schema(operation_id="artifact_version_load", tags=["artifacts"], parameters=[VERSION_ID_PARAMETER],
-                   responses=types.Part)
+                   responses={200: types.Part, **errors(422)})
     def get(
         self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str, version_id: str
     ) -> JsonResponse:
@@ -204,7 +207,7 @@ class ArtifactVersionDetailApi(_Api):
 
 class ArtifactVersionMetadataApi(_Api):
     @extend_schema(operation_id="artifact_version_metadata", tags=["artifacts"], parameters=[VERSION_ID_PARAMETER],
-                   responses=ArtifactVersion)
+                   responses={200: ArtifactVersion, **errors(422)})
     def get(
         self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str, version_id: str
     ) -> JsonResponse:

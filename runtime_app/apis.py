@@ -37,6 +37,7 @@ from rest_framework.response import Response
 from access.fields import StrictBooleanField, StrictCharField
 from access.roles import reads
 from sessions_app import selectors
+from sessions_app.apis.schema import ApiError, errors
 from sessions_app.apis.base import (
     AdkApi,
     AdkBodySerializer,
@@ -146,7 +147,8 @@ async def _collect(request: RunRequest) -> list[AdkEvent]:
 class RunApi(AdkApi):
     InputSerializer = RunInputSerializer
 
-    @extend_schema(operation_id="run", tags=["runs"], request=InputSerializer, responses={200: AdkEventList})
+    @extend_schema(operation_id="run", tags=["runs"], request=InputSerializer,
+                   responses={200: AdkEventList, **errors(404, 413)})
     def post(self, request: Request) -> Response:
         """Run the agent for one turn and return its events (ADK's `/run`).
 
@@ -181,7 +183,7 @@ class RunSseApi(AdkApi):
             description="text/event-stream: one `data: <ADK event JSON>` frame per event; with streaming true, "
             "partial token chunks too. An exception in the agent sends its stored error event, then "
             'ADK\'s `data: {"error": ..., "error_details": ...}` frame, and the stream ends.',
-        )},
+        ), **errors(404, 413)},
     )
     def post(self, request: Request) -> StreamingHttpResponse:
         """Run the agent for one turn, streaming its events as Server-Sent Events (ADK's `/run_sse`).
@@ -398,7 +400,7 @@ class _AgentEditingOff(AdkApi):
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
     throttle_classes: list[Any] = []
-    OFF = {403: OpenApiResponse(OpenApiTypes.OBJECT, description=f'`{{"detail": "{NOT_HERE}"}}`')}
+    OFF = {403: OpenApiResponse(ApiError, description=f'`{{"detail": "{NOT_HERE}"}}`')}
 
 
 class AgentEditingOffReadApi(_AgentEditingOff):

@@ -13,11 +13,14 @@ from typing import Any
 
 import google.genai.types
 from drf_spectacular.contrib.pydantic import PydanticExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse
 from drf_spectacular.plumbing import ResolvedComponent
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import CoreModeRef, DefsRef, GenerateJsonSchema, JsonSchemaValue, model_json_schema
 from pydantic.alias_generators import to_pascal
 from pydantic_core import core_schema
+from rest_framework.permissions import AllowAny
 
 from adk_compat import OpenEnum
 
@@ -88,3 +91,69 @@ class AdkPydanticExtension(PydanticExtension):
             component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=sub_schema)
             auto_schema.registry.register_on_missing(component)
         return schema
+
+
+# ---- errors: one shape, and every status an operation can answer -------------------------
+
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Every error of the API. ADK's own: `{\"detail\": message}` (a list of pydantic's problems on "
+                   "ADK's 422s). Invalid input: `{field: [messages]}`, each key the field at fault as a dotted path "
+                   "into the body (`content.parts.0.text`), `non_field_errors` for the body as a whole.",
+    "properties": {"detail": {"anyOf": [{"type": "string"}, {"type": "array"}]}},
+    "additionalProperties": {"type": ["array", "object"]},
+    "minProperties": 1,
+}
+
+
+class ApiError(BaseModel):
+    """Schema only: the body of every error answer (see ERROR_SCHEMA)."""
+
+    model_config = ConfigDict(json_schema_extra=lambda schema, cls: (schema.clear(), schema.update(ERROR_SCHEMA)))
+
+
+# What each status means wherever it applies; operations name their own with `errors(...)`.
+ERROR_STATUSES = {
+    400: "Invalid input, named by field (body, query string or path: no NUL, ids within 255 characters, ...).",
+    401: "No valid login or API token (when logins are on).",
+    403: "The role of the login or token does not allow this.",
+    404: "Not found: the app, user's session, or whatever the path names.",
+    409: "Conflict: it exists already, or the session changed since it was read.",
+    413: "Over a size limit; the message names the setting.",
+    415: "The body is not JSON.",
+    422: "As ADK's server answers: a path or query value of the wrong type.",
+    429: "Too many requests (ADKUI_THROTTLE_ANON / ADKUI_THROTTLE_USER).",
+}
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    """`extend_schema(responses=...)` entries for the statuses an operation answers besides the ones every
+    operation of its kind does (which `ApiAutoSchema` adds)."""
+    return {status: OpenApiResponse(ApiError, description=ERROR_STATUSES[status]) for status in statuses}
+
+
+class ApiAutoSchema(AutoSchema):
+    """drf-spectacular's schema, with the errors each operation can answer, in the one `ApiError` shape."""
+
+    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
+        responses = super()._get_response_bodies(direction)
+        documented = {int(code): body.get("description") for code, body in responses.items() if code >= "400"}
+        for status in self._error_statuses():
+            documented.setdefault(status, ERROR_STATUSES[status])
+        for status, description in documented.items():  # a view's own error entries take the shape too
+            error = OpenApiResponse(ApiError, description=description or ERROR_STATUSES.get(status, ""))
+            responses[str(status)] = self._get_response_for_code(error, str(status), ["application/json"])
+        return dict(sorted(responses.items()))
+
+    def _error_statuses(self) -> list[int]:
+        statuses = [400]  # any path or query string with NUL or a lone surrogate, at least
+        if "{" in self.path:
+            statuses.append(404)
+        if self.method in ("POST", "PUT", "PATCH"):
+            statuses.append(415)
+        if not any(isinstance(p, AllowAny) for p in self.view.get_permissions()):
+            statuses += [401, 403]
+        if self.view.get_throttles():
+            statuses.append(429)
+        return statuses

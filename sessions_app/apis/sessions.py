@@ -37,6 +37,7 @@ from .base import (
     _service,
     _validated,
 )
+from .schema import errors
 
 
 # ---- sessions ------------------------------------------------------------------
@@ -139,7 +140,8 @@ class SessionCreateApi(AdkApi):
                 raise ValidationError(f"A new session takes at most {limit} initial events; this one has {len(value)}.")
             return value
 
-    @extend_schema(operation_id="session_create", tags=["sessions"], request=InputSerializer, responses={200: AdkSession})
+    @extend_schema(operation_id="session_create", tags=["sessions"], request=InputSerializer,
+                   responses={200: AdkSession, **errors(409)})
     def post(self, request: Request, app_name: str, user_id: str) -> Response:
         """Create a session, with a chosen id, initial state and restored events if given."""
         data = _validated(self.InputSerializer, request.data if request.data is not None else {})
@@ -152,7 +154,7 @@ class SessionCreateApi(AdkApi):
 class SessionCreateWithIdApi(AdkApi):
     @extend_schema(
         operation_id="session_create_with_id", tags=["sessions"], deprecated=True,
-        request={"application/json": OpenApiTypes.OBJECT}, responses={200: AdkSession},
+        request={"application/json": OpenApiTypes.OBJECT}, responses={200: AdkSession, **errors(409)},
     )
     def post(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
         """Create a session with this id; the body is its initial state. Deprecated by ADK."""
@@ -183,7 +185,7 @@ class SessionUpdateApi(AdkApi):
     # ADK's own model, as its server takes it: stateDelta is required (drf-spectacular would
     # document a serializer's fields as optional on a PATCH).
     @extend_schema(
-        operation_id="session_update", tags=["sessions"], request=UpdateSessionRequest, responses={200: AdkSession},
+        operation_id="session_update", tags=["sessions"], request=UpdateSessionRequest, responses={200: AdkSession, **errors(409)},
     )
     def patch(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
         """Change state without running the agent: ADK appends the delta as a `user` event."""

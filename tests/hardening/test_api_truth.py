@@ -188,3 +188,37 @@ def test_an_artifact_version_is_a_number_or_latest_as_documented(client, service
         assert client.get(f"{base}/versions/{bad}").status_code == 422, bad
         assert client.get(f"{base}/versions/{bad}/metadata").status_code == 422, bad
         assert client.get(f"{base}?version={bad}").status_code == 422, bad
+
+
+# ---- every operation documents its errors, in one shape ------------------------------------
+
+
+def test_every_operation_documents_its_errors_in_one_shape(openapi) -> None:
+    operations = [(path, method, op) for path, item in openapi["paths"].items() for method, op in item.items()]
+    assert len(operations) > 60
+    for path, method, operation in operations:
+        errors = {status: body for status, body in operation["responses"].items() if status >= "400"}
+        assert "400" in errors, (method, path)
+        if "{" in path:
+            assert "404" in errors, (method, path)
+        if method in ("post", "put", "patch"):
+            assert "415" in errors, (method, path)
+        for status, body in errors.items():
+            assert body["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ApiError"}, (
+                method, path, status)
+
+
+@pytest.mark.django_db
+def test_errors_answered_are_the_documented_shape(client, service, openapi) -> None:
+    service.create_session_sync(app_name=APP, user_id=USER, session_id="s1")
+    sessions = "/api/apps/{app_name}/users/{user_id}/sessions"
+    taken = client.post(f"/api/apps/{APP}/users/{USER}/sessions", {"sessionId": "s1"}, content_type="application/json")
+    invalid = client.post(f"/api/apps/{APP}/users/{USER}/sessions", {"state": []}, content_type="application/json")
+    not_json = client.post(f"/api/apps/{APP}/users/{USER}/sessions", "x=1", content_type="text/plain")
+    assert (taken.status_code, invalid.status_code, not_json.status_code) == (409, 400, 415)
+    for response in (taken, invalid, not_json):
+        assert_conforms(openapi, sessions, "post", response)
+    missing = client.get(SESSION + "/artifacts/a.txt/versions/7")
+    assert missing.status_code == 404
+    assert_conforms(openapi, "/api/apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts/{artifact_name}"
+                             "/versions/{version_id}", "get", missing)
