@@ -172,6 +172,22 @@ class _AnyAccept(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
+# OpenAPI 3.1 describes an event stream by the schema of each event (3.2 would call it itemSchema).
+SSE_EVENT = {
+    "type": "object",
+    "description": "One Server-Sent Event: `data` is JSON text, an ADK event or ADK's error frame.",
+    "properties": {
+        "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": {"anyOf": [
+            {"$ref": "#/components/schemas/Event"},
+            {"type": "object", "required": ["error"],
+             "properties": {"error": {"type": "string"}, "error_details": {"type": "object"}}},
+        ]}},
+        "event": {"type": "string"},
+    },
+    "required": ["data"],
+}
+
+
 class RunSseApi(AdkApi):
     InputSerializer = RunInputSerializer
     content_negotiation_class = _AnyAccept
@@ -179,7 +195,7 @@ class RunSseApi(AdkApi):
     @extend_schema(
         operation_id="run_sse", tags=["runs"], request=InputSerializer,
         responses={(200, "text/event-stream"): OpenApiResponse(
-            OpenApiTypes.STR,
+            SSE_EVENT,
             description="text/event-stream: one `data: <ADK event JSON>` frame per event; with streaming true, "
             "partial token chunks too. An exception in the agent sends its stored error event, then "
             'ADK\'s `data: {"error": ..., "error_details": ...}` frame, and the stream ends.',
