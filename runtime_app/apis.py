@@ -50,6 +50,7 @@ from sessions_app.apis.base import (
     validate_adk,
 )
 from sessions_app.keys import SessionKey
+from sessions_app.models import Event as EventRow
 from sessions_app.sandbox import real_app_name
 from sessions_app.wire import adk_json
 
@@ -264,7 +265,7 @@ class HealthApi(AdkApi):
 
 @extend_schema_serializer(component_name="TelemetryConsent")
 class TelemetrySerializer(serializers.Serializer):
-    telemetry = serializers.BooleanField(allow_null=True)
+    telemetry = serializers.BooleanField()
 
 
 TELEMETRY_HEADER = OpenApiParameter(
@@ -400,6 +401,36 @@ class GraphApi(AdkApi):
         graph = async_to_sync(get_agent_graph)(_root_agent(app_name), [], dark_mode=query["dark_mode"])
         source = getattr(graph, "source", None)
         return Response(GetEventGraphResult(dot_src=source).model_dump(by_alias=True) if source else {})
+
+
+class EventGraphApi(AdkApi):
+    @extend_schema(operation_id="event_graph", tags=["apps"], responses={200: GetEventGraphResult})
+    def get(self, request: Request, app_name: str, user_id: str, session_id: str, event_id: str) -> Response:
+        """The agent tree in DOT with the event's hop highlighted: its author to each function it called,
+        or each function answering back to it (ADK's `GET .../events/{event_id}/graph`, which adk-web
+        still calls), in ADK's default colours. An unknown session or event is `{}`, as in ADK."""
+        root = _root_agent(app_name)
+        event = _stored_event(SessionKey(app_name, user_id, session_id), event_id)
+        if event is None:
+            return Response({})
+        graph = async_to_sync(get_agent_graph)(root, _event_highlights(event))
+        source = getattr(graph, "source", None)
+        return Response(GetEventGraphResult(dot_src=source).model_dump(by_alias=True) if source else {})
+
+
+def _stored_event(key: SessionKey, event_id: str) -> AdkEvent | None:
+    row = selectors.session_find(**key.__dict__)
+    stored = EventRow.objects.filter(session=row, event_id=event_id).only("data").first() if row else None
+    return AdkEvent.model_validate(stored.data) if stored else None
+
+
+def _event_highlights(event: AdkEvent) -> list[tuple[str | None, str | None]]:
+    """ADK's edges to highlight for an event: author to callee, responder to author, else the author alone."""
+    if calls := event.get_function_calls():
+        return [(event.author, call.name) for call in calls]
+    if responses := event.get_function_responses():
+        return [(response.name, event.author) for response in responses]
+    return [(event.author, "")]
 
 
 # ---- what adkui does not do: edit, test-run or deploy agents -----------------------------

@@ -29,6 +29,7 @@ from .base import (
     AdkBodySerializer,
     AdkModelField,
     AdkSessionList,
+    BadRequest,
     Conflict,
     EVAL_SESSION_PREFIXES,
     _adk_session,
@@ -55,7 +56,8 @@ def _check_initial_events(events: list[AdkEvent]) -> None:
             claim = "ADK protocol function calls"
         else:
             continue
-        raise ValidationError({"events": [f"Session initialization event {index} cannot include {claim}."]})
+        # ADK's server refuses the import with its `detail` (adk-web shows it), not a field error.
+        raise BadRequest(f"Session initialization event {index} cannot include {claim}.")
 
 
 def _capped_state(value: dict[str, Any] | None) -> dict[str, Any] | None:
