@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import async_to_sync
+from google.adk.cli.agent_graph import get_agent_graph
 from google.adk.events import Event as AdkEvent
 from google.genai import types
+
+from runtime_app import agents
 
 APP, USER = "trip_planner", "ann"
 pytestmark = pytest.mark.django_db
@@ -25,11 +29,6 @@ def test_the_telemetry_consent_is_a_boolean_in_answer_and_schema(client):
 
 
 def test_an_events_graph_highlights_its_hop_as_adks_route_does(client, service):
-    from google.adk.cli.agent_graph import get_agent_graph
-    from asgiref.sync import async_to_sync
-
-    from runtime_app import agents
-
     session = service.create_session_sync(app_name=APP, user_id=USER, session_id="g1")
     call = types.Part(function_call=types.FunctionCall(name="get_weather", args={"city": "Lisbon"}))
     event = AdkEvent(author=APP, invocation_id="i", content=types.Content(role="model", parts=[call]))

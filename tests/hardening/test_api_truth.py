@@ -6,8 +6,14 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from drf_spectacular.generators import SchemaGenerator
 from google.adk.events import Event as AdkEvent
+from google.genai import types
 from jsonschema import Draft202012Validator
+
+from adkui.errors import csrf_failure
+from memory_app.artifact_service import DjangoArtifactService
+from sessions_app.models import Event, Session
 
 
 @pytest.mark.django_db
@@ -23,8 +29,6 @@ def test_an_unknown_api_route_is_a_json_404_for_every_method(method: str) -> Non
 
 @pytest.mark.django_db
 def test_a_csrf_refusal_under_api_is_json(rf) -> None:
-    from adkui.errors import csrf_failure
-
     api = csrf_failure(rf.post("/api/anything"), reason="CSRF token missing.")
     page = csrf_failure(rf.post("/sessions/1/fork/"), reason="CSRF token missing.")
     assert api.status_code == page.status_code == 403
@@ -40,8 +44,6 @@ SESSION = f"/api/apps/{APP}/users/{USER}/sessions/s1"
 
 @pytest.fixture(scope="module")
 def openapi() -> dict[str, Any]:
-    from drf_spectacular.generators import SchemaGenerator
-
     return json.loads(json.dumps(SchemaGenerator().get_schema(request=None, public=True)))
 
 
@@ -148,8 +150,6 @@ def test_the_telemetry_header_adk_requires_is_documented(client, openapi) -> Non
                   "newMessage": {"parts": [{"text": "hi"}]}}, "streaming"),
 ])
 def test_a_value_of_the_wrong_type_is_refused_not_converted(client, service, path, body, field) -> None:
-    from sessions_app.models import Event, Session
-
     service.create_session_sync(app_name=APP, user_id=USER, session_id="s1")
     response = client.post(path, body, content_type="application/json")
     assert response.status_code == 400, response.content
@@ -170,10 +170,6 @@ def test_values_of_their_own_type_still_pass(client, service) -> None:
 
 @pytest.mark.django_db
 def test_an_artifact_version_is_a_number_or_latest_as_documented(client, service, openapi) -> None:
-    from google.genai import types
-
-    from memory_app.artifact_service import DjangoArtifactService
-
     service.create_session_sync(app_name=APP, user_id=USER, session_id="s1")
     DjangoArtifactService().save_artifact_sync(app_name=APP, user_id=USER, session_id="s1", filename="a.txt",
                                                artifact=types.Part(text="hello"))
