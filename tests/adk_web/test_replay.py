@@ -157,6 +157,9 @@ def test_an_eval_set_made_and_run_from_a_chat_as_adk_web_does(client: Client, ad
     assert set(mine) == set(adks) and AdkEvalCase.model_validate(mine).conversation
     turn, their_turn = mine["conversation"][0], adks["conversation"][0]
     assert set(turn) == set(their_turn) and turn["finalResponse"] == their_turn["finalResponse"]
+    assert set(turn["intermediateData"]) == set(their_turn["intermediateData"]) == {"invocationEvents"}  # #29
+    assert [e["author"] for e in turn["intermediateData"]["invocationEvents"]] == [
+        e["author"] for e in their_turn["intermediateData"]["invocationEvents"]]
 
     # Edit it, as adk-web's case editor sends it back.
     edited = {k: mine[k] for k in ("evalId", "conversation", "sessionInput", "creationTimestamp")}
