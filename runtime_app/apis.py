@@ -392,9 +392,16 @@ def _workflows(node: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
     return found
 
 
+# ADK answers `{}` where it has no graph to draw (an unknown event, an agent with no tree).
+GRAPH_OR_NOTHING = OpenApiResponse(
+    {"anyOf": [{"$ref": "#/components/schemas/GetEventGraphResult"}, {"type": "object", "maxProperties": 0}]},
+    description="The graph in DOT, or `{}` when there is none to draw, as ADK answers.",
+)
+
+
 class GraphApi(AdkApi):
     @extend_schema(operation_id="agent_graph", tags=["apps"], parameters=[GraphQuerySerializer],
-                   responses={200: GetEventGraphResult})
+                   responses={200: GRAPH_OR_NOTHING})
     def get(self, request: Request, app_name: str) -> Response:
         """The agent tree in DOT, no highlights (ADK's `GET /dev/apps/{app}/graph`)."""
         query = _validated(GraphQuerySerializer, request.query_params)
@@ -404,7 +411,7 @@ class GraphApi(AdkApi):
 
 
 class EventGraphApi(AdkApi):
-    @extend_schema(operation_id="event_graph", tags=["apps"], responses={200: GetEventGraphResult})
+    @extend_schema(operation_id="event_graph", tags=["apps"], responses={200: GRAPH_OR_NOTHING})
     def get(self, request: Request, app_name: str, user_id: str, session_id: str, event_id: str) -> Response:
         """The agent tree in DOT with the event's hop highlighted: its author to each function it called,
         or each function answering back to it (ADK's `GET .../events/{event_id}/graph`, which adk-web
