@@ -24,6 +24,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from adk_compat import gen_ai_provider_name
 from sessions_app.apis.base import AdkApi
 
 from . import selectors, trace
@@ -145,7 +146,8 @@ def _model_attributes(call: ModelCall) -> dict[str, Any]:
     }
     sent = {k: v for k, v in call.request.items() if k not in OUR_REQUEST_KEYS}
     return {
-        "gen_ai.request.model": call.model, EVENT: call.event_id,
+        "gen_ai.request.model": call.model, "gen_ai.provider.name": gen_ai_provider_name(call.model or None),
+        EVENT: call.event_id,
         **{k: v for k, v in optional.items() if v is not None},
         LLM_REQUEST: json.dumps(sent, ensure_ascii=False), LLM_RESPONSE: json.dumps(call.response, ensure_ascii=False),
     }
