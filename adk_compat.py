@@ -42,8 +42,19 @@ from google.adk.flows.llm_flows.prompt._instructions_utils import _is_valid_stat
 # ADK builds it in a private helper of its results managers.
 from google.adk.evaluation._eval_set_results_manager_utils import create_eval_set_result
 
+# google-genai's enums (finish reasons, media processing, ...) keep a value they do
+# not know instead of refusing it, so ADK's models do too; the API's schema must say
+# so, and the only mark of such an enum is its private base class.
+from google.genai._common import CaseInSensitiveEnum as OpenEnum
+
+# The `gen_ai.provider.name` ADK's spans give a model (gcp.gemini, gcp.vertex_ai, a LiteLLM
+# prefix, ...): its rule, read from the model name and the deployment, has no public entry.
+from google.adk.telemetry.tracing import _resolve_gen_ai_provider_name as gen_ai_provider_name
+
 __all__ = [
     "CLIENT_FUNCTION_CALL_NAMES",
+    "gen_ai_provider_name",
+    "OpenEnum",
     "TEMPLATE_VAR_PATTERN",
     "compute_state_delta_for_rewind",
     "create_eval_set_result",

@@ -131,4 +131,4 @@ def check_state_size(value: Any, field: str) -> None:
     """State a client sends at once (a new session's, a delta) within ADKUI_MAX_STATE_BYTES of JSON."""
     limit = int(settings.ADKUI_MAX_STATE_BYTES)
     if value and (size := json_size(value)) > limit:
-        raise TooLargeError(field, f"may be at most {limit} bytes of JSON; this is {size}.")
+        raise TooLargeError(field, f"may be at most {limit} bytes of JSON (ADKUI_MAX_STATE_BYTES); this is {size}.")

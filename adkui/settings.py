@@ -46,6 +46,7 @@ if not SECRET_KEY:
     raise ImproperlyConfigured("Set SECRET_KEY: it is required when DEBUG is off.")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+CSRF_FAILURE_VIEW = "adkui.errors.csrf_failure"  # JSON under /api/, Django's page elsewhere
 
 INSTALLED_APPS = [
     "daphne",
@@ -201,7 +202,7 @@ WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = Path(os.environ.get("ADKUI_MEDIA_ROOT", BASE_DIR / "media"))
 
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "sessions_app.apis.schema.ApiAutoSchema",  # every error documented, one shape
     "DEFAULT_PARSER_CLASSES": ["access.parsers.LimitedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "access.authentication.SameOriginSessionAuthentication",

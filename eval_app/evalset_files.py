@@ -30,6 +30,7 @@ from . import metrics
 
 MAX_PROBLEMS = 20
 MAX_YAML_NODES = 200_000  # values after alias expansion: a large real eval set is ~50 000
+MAX_FILE_BYTES = 20 * 1024 * 1024  # an uploaded file; a YAML file's aliases may not expand beyond it either
 FORMAT_EVALSET, FORMAT_YAML, FORMAT_LEGACY = "evalset", "yaml", "legacy"
 
 
@@ -121,16 +122,25 @@ def _load_yaml(filename: str, content: bytes | str) -> Any:
 
 
 def _check_yaml_size(filename: str, root: yaml.Node | None) -> None:
-    """Refuse YAML whose aliases expand beyond MAX_YAML_NODES: a few hundred bytes
-    of nested anchors (a "billion laughs") would otherwise expand to gigabytes."""
+    """Refuse YAML whose aliases expand beyond MAX_YAML_NODES values or MAX_FILE_BYTES of
+    text, before anything is built: a few hundred bytes of nested anchors (a "billion
+    laughs") would otherwise expand to gigabytes, and a few anchors of long text repeated
+    by aliases to more than any file may carry."""
+    counts: dict[int, int] = {}
     sizes: dict[int, int] = {}
     for node in _post_order(filename, root):
         children = node.value if isinstance(node, yaml.SequenceNode) else (
             [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else [])
-        sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
-    total = sizes[id(root)] if root is not None else 0
+        counts[id(node)] = 1 + sum(counts[id(child)] for child in children)
+        # About its JSON size: a scalar's text with quotes and a separator, a collection's brackets.
+        own = len(node.value.encode("utf-8", "replace")) + 3 if isinstance(node, yaml.ScalarNode) else 2
+        sizes[id(node)] = own + sum(sizes[id(child)] for child in children)
+    total, size = (counts[id(root)], sizes[id(root)]) if root is not None else (0, 0)
     if total > MAX_YAML_NODES:
         raise EvalSetFileError(filename, [f"(file): its aliases expand to {total} values; at most {MAX_YAML_NODES} are taken."])
+    if size > MAX_FILE_BYTES:
+        raise EvalSetFileError(filename, [f"(file): its aliases expand to about {size} bytes; at most {MAX_FILE_BYTES} "
+                                          "(the largest file taken) are."])
 
 
 def _post_order(filename: str, root: yaml.Node | None) -> list[yaml.Node]:

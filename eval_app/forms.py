@@ -24,6 +24,7 @@ from .evalset_files import (
     EvalSetFileError,
     ParsedEvalSet,
     parse_eval_config,
+    MAX_FILE_BYTES,
     parse_eval_set_file,
     simulator_config_json,
     user_simulator_config_json,
@@ -31,7 +32,7 @@ from .evalset_files import (
 )
 from .models import EvalSet
 
-MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+MAX_UPLOAD_BYTES = MAX_FILE_BYTES
 
 
 def _agent_choices(blank: str | None = None) -> list[tuple[str, str]]:

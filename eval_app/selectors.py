@@ -12,7 +12,7 @@ from typing import Any
 from django.db.models import Count, Max, Q, QuerySet
 from django.urls import NoReverseMatch, reverse
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
-from google.adk.evaluation.eval_case import IntermediateData, Invocation, SessionInput
+from google.adk.evaluation.eval_case import IntermediateData, Invocation, InvocationEvent, InvocationEvents, SessionInput
 from google.adk.evaluation.eval_metrics import EvalStatus
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.evaluation_generator import EvaluationGenerator
@@ -121,15 +121,30 @@ def eval_case_from_session(
 
 
 def _expected_invocation(invocation: Invocation) -> Invocation:
-    # Only what the metrics compare is kept: names and args, not ADK's per-run call ids.
-    calls = [types.FunctionCall(name=c.name, args=c.args or {}) for c in metrics.tool_calls(invocation)]
+    """The turn as ADK 2.13's add-session stores it (`invocationEvents`, adk-web's editor shows them),
+    less ADK's per-run call ids: the metrics compare names and args, and a later run's ids differ."""
+    data = invocation.intermediate_data
+    if isinstance(data, InvocationEvents):
+        data = InvocationEvents(invocation_events=[_without_call_ids(event) for event in data.invocation_events])
+    else:
+        calls = [types.FunctionCall(name=c.name, args=c.args or {}) for c in metrics.tool_calls(invocation)]
+        data = IntermediateData(tool_uses=calls)
     return Invocation(
         invocation_id=invocation.invocation_id,
         user_content=invocation.user_content,
         final_response=invocation.final_response,
-        intermediate_data=IntermediateData(tool_uses=calls),
+        intermediate_data=data,
         creation_timestamp=invocation.creation_timestamp,
     )
+
+
+def _without_call_ids(event: InvocationEvent) -> InvocationEvent:
+    event = event.model_copy(deep=True)
+    for part in (event.content.parts or []) if event.content else []:
+        for call in (part.function_call, part.function_response):
+            if call is not None:
+                call.id = None
+    return event
 
 
 # ---- runs -------------------------------------------------------------------

@@ -24,6 +24,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from adk_compat import gen_ai_provider_name
 from sessions_app.apis.base import AdkApi
 
 from . import selectors, trace
@@ -68,7 +69,7 @@ class EventTraceApi(AdkApi):
         operation_id="debug_event_trace", tags=["debug"],
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The attributes of the span that "
                                         "produced the event, with its trace_id and span_id."),
-                   404: OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": "Trace not found"}')},
+                   404: OpenApiResponse(description='{"detail": "Trace not found"}')},
     )
     def get(self, request: Request, app_name: str, event_id: str) -> Response:
         """The attributes of the model call (else tool call) that produced the event, as ADK's
@@ -145,7 +146,8 @@ def _model_attributes(call: ModelCall) -> dict[str, Any]:
     }
     sent = {k: v for k, v in call.request.items() if k not in OUR_REQUEST_KEYS}
     return {
-        "gen_ai.request.model": call.model, EVENT: call.event_id,
+        "gen_ai.request.model": call.model, "gen_ai.provider.name": gen_ai_provider_name(call.model or None),
+        EVENT: call.event_id,
         **{k: v for k, v in optional.items() if v is not None},
         LLM_REQUEST: json.dumps(sent, ensure_ascii=False), LLM_RESPONSE: json.dumps(call.response, ensure_ascii=False),
     }

@@ -14,13 +14,13 @@ from django.http import HttpRequest, JsonResponse
 from google.adk.errors.input_validation_error import InputValidationError
 from google.genai import types
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, alias_generators
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from google.adk.artifacts.base_artifact_service import ArtifactVersion
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from access import limits
+from sessions_app.apis.schema import errors
 from sessions_app.session_service import DjangoSessionService
 
 from .artifact_service import DjangoArtifactService
@@ -68,7 +68,16 @@ def _detail(message: str, status: int) -> JsonResponse:
     return JsonResponse({"detail": message}, status=status)
 
 
-VERSION_PARAMETER = OpenApiParameter("version", OpenApiTypes.STR, description="a version number, or `latest` (default)")
+MAX_VERSION = 2**31 - 1  # the version column's integer
+VERSION_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_VERSION},
+                            {"type": "string", "enum": ["latest"]}]}
+VERSION_PARAMETER = OpenApiParameter(
+    "version", VERSION_SCHEMA, description="A version number, or `latest` (the default); anything else is a 422.",
+)
+VERSION_ID_PARAMETER = OpenApiParameter(
+    "version_id", VERSION_SCHEMA, OpenApiParameter.PATH,
+    description="A version number, or `latest`; anything else is a 422, as in ADK's server.",
+)
 
 
 class _Api(APIView):
@@ -88,9 +97,12 @@ class _Api(APIView):
 
 
 def _version(value: Optional[str]) -> Optional[int]:
-    """None for "latest" (or absent); ValueError for anything not a number."""
+    """None for "latest" (or absent); ValueError for anything but a version number's digits
+    (Python's int() also reads " 5", "+5", "-1" and other scripts' digits)."""
     if value is None or value == "latest":
         return None
+    if not (value.isascii() and value.isdigit()) or int(value) > MAX_VERSION:
+        raise ValueError(value)
     return int(value)
 
 
@@ -116,7 +128,8 @@ class ArtifactListApi(_Api):
         names = DjangoArtifactService().list_artifact_keys_sync(app_name=app_name, user_id=user_id, session_id=session_id)
         return _json(names)
 
-    @extend_schema(operation_id="artifact_save", tags=["artifacts"], request=SaveArtifactRequest, responses=ArtifactVersion)
+    @extend_schema(operation_id="artifact_save", tags=["artifacts"], request=SaveArtifactRequest,
+                   responses={200: ArtifactVersion, **errors(413, 422)})
     def post(self, request: Request, app_name: str, user_id: str, session_id: str) -> JsonResponse:
         self._parsing = True
         body = SaveArtifactRequest.model_validate_json(_read_body(request))
@@ -135,7 +148,8 @@ class ArtifactListApi(_Api):
 class ArtifactDetailApi(_Api):
     """GET: load (latest, or `?version=`). DELETE: delete every version."""
 
-    @extend_schema(operation_id="artifact_load", tags=["artifacts"], parameters=[VERSION_PARAMETER], responses=types.Part)
+    @extend_schema(operation_id="artifact_load", tags=["artifacts"], parameters=[VERSION_PARAMETER],
+                   responses={200: types.Part, **errors(422)})
     def get(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
         try:
             version = _version(request.query_params.get("version"))
@@ -179,7 +193,8 @@ class ArtifactVersionMetadataListApi(_Api):
 
 
 class ArtifactVersionDetailApi(_Api):
-    @extend_schema(operation_id="artifact_version_load", tags=["artifacts"], responses=types.Part)
+    @extend_schema(operation_id="artifact_version_load", tags=["artifacts"], parameters=[VERSION_ID_PARAMETER],
+                   responses={200: types.Part, **errors(422)})
     def get(
         self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str, version_id: str
     ) -> JsonResponse:
@@ -191,7 +206,8 @@ class ArtifactVersionDetailApi(_Api):
 
 
 class ArtifactVersionMetadataApi(_Api):
-    @extend_schema(operation_id="artifact_version_metadata", tags=["artifacts"], responses=ArtifactVersion)
+    @extend_schema(operation_id="artifact_version_metadata", tags=["artifacts"], parameters=[VERSION_ID_PARAMETER],
+                   responses={200: ArtifactVersion, **errors(422)})
     def get(
         self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str, version_id: str
     ) -> JsonResponse:

@@ -48,6 +48,8 @@ def artifact_key(*, app_name: str, user_id: str, filename: str, session_id: Opti
     if not isinstance(filename, str):
         raise InputValidationError("Artifact filename must be a string.")
     user_scoped = filename.startswith(USER_PREFIX) or session_id is None
+    if session_id is not None:
+        session_id = session_id.strip()  # as ADK's session services strip it: " s1 " is session "s1"
     name = filename.removeprefix(USER_PREFIX)
     validate_filename(name, shown=filename)
     if user_scoped:

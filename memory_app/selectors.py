@@ -17,7 +17,7 @@ from google.genai import types
 from sessions_app.models import Session
 
 from . import conf, words
-from .models import Artifact, ArtifactVersion, MemoryEvent, SessionMemory
+from .models import USER_PREFIX, Artifact, ArtifactVersion, MemoryEvent, SessionMemory
 from .naming import ArtifactKey, artifact_key
 
 logger = logging.getLogger(__name__)
@@ -113,9 +113,12 @@ def artifact_load(
 
 
 def canonical_uri(row: ArtifactVersion) -> str:
-    """The `artifact://` URI of one version, which a reference part can point at."""
+    """The `artifact://` URI of one version, which a reference part can point at. A user-scoped
+    name keeps its `user:` prefix, as in ADK's other services' URIs: without it, they read the name
+    as session-scoped."""
     a = row.artifact
-    return artifact_util.get_artifact_uri(a.app_name, a.user_id, a.filename, row.version, a.session_id or None)
+    filename = a.filename if a.session_id else USER_PREFIX + a.filename
+    return artifact_util.get_artifact_uri(a.app_name, a.user_id, filename, row.version, a.session_id or None)
 
 
 def session_artifacts(session: Session) -> list[Artifact]:
@@ -143,7 +146,8 @@ def memory_search(
     word (ADK's in-memory rule). Scores are in (0, 1]: a memory holding more
     of the query's words first, then the one those words make up more of
     (`words.relevance`; PostgreSQL approximates the second part with distinct
-    stemmed lexemes, not word occurrences). Newest first among equal scores.
+    stemmed lexemes, not word occurrences). Among equal scores, in the order they were added,
+    as ADK's in-memory service answers (its only order).
     """
     limit = limit or conf.memory_max_results()
     terms = words.query_words(query)
@@ -166,7 +170,7 @@ def _search_full_text(rows: QuerySet[MemoryEvent], terms: list[str], limit: int)
         .filter(document=reduce(or_, queries))
         .annotate(matched=matched)
         .annotate(rank=F("matched") / len(terms) * (1 + Least(F("matched") / lexemes, Value(1.0))) / 2)
-        .order_by("-rank", "-timestamp", "-pk")[:limit]
+        .order_by("-rank", "pk")[:limit]
     )
     return [(row, float(row.rank)) for row in found]
 
@@ -177,7 +181,7 @@ def _search_keywords(rows: QuerySet[MemoryEvent], terms: list[str], limit: int) 
     candidates = rows.filter(reduce(or_, (Q(search_text__contains=t) for t in terms)))
     scored = (
         (words.relevance(terms, text), index, pk)
-        for index, (pk, text) in enumerate(candidates.order_by("-timestamp", "-pk").values_list("pk", "search_text"))
+        for index, (pk, text) in enumerate(candidates.order_by("pk").values_list("pk", "search_text"))
     )
     best = heapq.nsmallest(limit, ((-score, index, pk) for score, index, pk in scored if score))
     by_pk = rows.in_bulk([pk for _, _, pk in best])

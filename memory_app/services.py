@@ -20,6 +20,7 @@ from google.adk.artifacts import artifact_util
 from google.adk.errors.input_validation_error import InputValidationError
 from google.adk.events.event import Event as AdkEvent
 from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.platform import time as platform_time
 from google.genai import types
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
@@ -59,7 +60,7 @@ def artifact_save(
         size=len(data or b""),
         part=_part_without_payload(part, kind),
         custom_metadata=_json_metadata(custom_metadata),
-        create_time=time.time(),
+        create_time=platform_time.get_time(),  # ADK's clock, which tests and replays may set
     )
     if data is not None:
         # Written before the transaction so no lock is held during file IO.

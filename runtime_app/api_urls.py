@@ -22,6 +22,8 @@ urlpatterns = [
     path(DEV_APP + "/build_graph", apis.BuildGraphApi.as_view(), name="build-graph"),
     path(DEV_APP + "/build_graph_image", apis.BuildGraphImageApi.as_view(), name="build-graph-image"),
     path(DEV_APP + "/graph", apis.GraphApi.as_view(), name="graph"),
+    path(DEV_APP + "/users/<str:user_id>/sessions/<str:session_id>/events/<str:event_id>/graph",
+         apis.EventGraphApi.as_view(), name="event-graph"),
     # ADK's agent builder and deploy routes, answered as ADK answers when they are off:
     path(DEV_APP + "/builder", apis.AgentEditingOffReadApi.as_view(), name="builder"),
     path(DEV_APP + "/builder/save", apis.AgentEditingOffWriteApi.as_view(), name="builder-save"),

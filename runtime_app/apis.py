@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from django.http import StreamingHttpResponse
 from django.templatetags.static import static
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
 from drf_spectacular.views import SpectacularSwaggerView
 from google.adk.agents.base_agent import BaseAgent
 from google.adk.agents.llm_agent import LlmAgent
@@ -34,8 +34,10 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from access.fields import StrictBooleanField, StrictCharField
 from access.roles import reads
 from sessions_app import selectors
+from sessions_app.apis.schema import ApiError, errors
 from sessions_app.apis.base import (
     AdkApi,
     AdkBodySerializer,
@@ -44,9 +46,11 @@ from sessions_app.apis.base import (
     BadRequest,
     _require_session,
     _validated,
+    checked_state_delta,
     validate_adk,
 )
 from sessions_app.keys import SessionKey
+from sessions_app.models import Event as EventRow
 from sessions_app.sandbox import real_app_name
 from sessions_app.wire import adk_json
 
@@ -102,19 +106,22 @@ class AppListApi(AdkApi):
 class RunInputSerializer(AdkBodySerializer):
     """ADK's `RunAgentRequest`."""
 
-    appName = serializers.CharField(source="app_name")
-    userId = serializers.CharField(source="user_id")
-    sessionId = serializers.CharField(source="session_id")
+    appName = StrictCharField(source="app_name")
+    userId = StrictCharField(source="user_id")
+    sessionId = StrictCharField(source="session_id")
     newMessage = AdkModelField(types.Content, source="new_message", required=False, allow_null=True)
-    streaming = serializers.BooleanField(default=False)
+    streaming = StrictBooleanField(default=False)
     stateDelta = serializers.DictField(source="state_delta", required=False, allow_null=True)
-    invocationId = serializers.CharField(
+    invocationId = StrictCharField(
         source="invocation_id", required=False, allow_null=True, allow_blank=True,
         help_text="Resume this (interrupted) invocation; no newMessage needed.",
     )
     customMetadata = serializers.DictField(source="custom_metadata", required=False, allow_null=True)
     # Accepted as ADK accepts it; ADK only uses it for frames of artifact events.
-    functionCallEventId = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    functionCallEventId = StrictCharField(required=False, allow_null=True, allow_blank=True)
+
+    def validate_stateDelta(self, value: dict[str, Any] | None) -> dict[str, Any] | None:  # noqa: N802 (ADK's name)
+        return checked_state_delta(value, "stateDelta")
 
 
 def _run_request(data: Any, *, streaming: bool) -> RunRequest:
@@ -141,7 +148,8 @@ async def _collect(request: RunRequest) -> list[AdkEvent]:
 class RunApi(AdkApi):
     InputSerializer = RunInputSerializer
 
-    @extend_schema(operation_id="run", tags=["runs"], request=InputSerializer, responses={200: AdkEventList})
+    @extend_schema(operation_id="run", tags=["runs"], request=InputSerializer,
+                   responses={200: AdkEventList, **errors(404, 413)})
     def post(self, request: Request) -> Response:
         """Run the agent for one turn and return its events (ADK's `/run`).
 
@@ -165,6 +173,22 @@ class _AnyAccept(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
+# OpenAPI 3.1 describes an event stream by the schema of each event (3.2 would call it itemSchema).
+SSE_EVENT = {
+    "type": "object",
+    "description": "One Server-Sent Event: `data` is JSON text, an ADK event or ADK's error frame.",
+    "properties": {
+        "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": {"anyOf": [
+            {"$ref": "#/components/schemas/Event"},
+            {"type": "object", "required": ["error"],
+             "properties": {"error": {"type": "string"}, "error_details": {"type": "object"}}},
+        ]}},
+        "event": {"type": "string"},
+    },
+    "required": ["data"],
+}
+
+
 class RunSseApi(AdkApi):
     InputSerializer = RunInputSerializer
     content_negotiation_class = _AnyAccept
@@ -172,11 +196,11 @@ class RunSseApi(AdkApi):
     @extend_schema(
         operation_id="run_sse", tags=["runs"], request=InputSerializer,
         responses={(200, "text/event-stream"): OpenApiResponse(
-            OpenApiTypes.STR,
+            SSE_EVENT,
             description="text/event-stream: one `data: <ADK event JSON>` frame per event; with streaming true, "
             "partial token chunks too. An exception in the agent sends its stored error event, then "
             'ADK\'s `data: {"error": ..., "error_details": ...}` frame, and the stream ends.',
-        )},
+        ), **errors(404, 413)},
     )
     def post(self, request: Request) -> StreamingHttpResponse:
         """Run the agent for one turn, streaming its events as Server-Sent Events (ADK's `/run_sse`).
@@ -241,7 +265,14 @@ class HealthApi(AdkApi):
 
 @extend_schema_serializer(component_name="TelemetryConsent")
 class TelemetrySerializer(serializers.Serializer):
-    telemetry = serializers.BooleanField(allow_null=True)
+    telemetry = serializers.BooleanField()
+
+
+TELEMETRY_HEADER = OpenApiParameter(
+    "x-adk-telemetry-request", str, OpenApiParameter.HEADER, required=True, enum=["true"],
+    description="ADK's dev server refuses the consent without it (400), so a page of another origin cannot set it "
+                "through a plain form post; adk-web sends it.",
+)
 
 
 @reads  # nothing is stored: a viewer may send it
@@ -255,7 +286,7 @@ class TelemetryApi(AdkApi):
         return Response({"telemetry": False})
 
     @extend_schema(operation_id="telemetry_set", tags=["apps"], request=TelemetryConsentRequest,
-                   responses={200: TelemetrySerializer})
+                   parameters=[TELEMETRY_HEADER], responses={200: TelemetrySerializer})
     def post(self, request: Request) -> Response:
         if request.headers.get("x-adk-telemetry-request") != "true":
             raise BadRequest("Forbidden: missing required security header")
@@ -361,15 +392,52 @@ def _workflows(node: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
     return found
 
 
+# ADK answers `{}` where it has no graph to draw (an unknown event, an agent with no tree).
+GRAPH_OR_NOTHING = OpenApiResponse(
+    {"anyOf": [{"$ref": "#/components/schemas/GetEventGraphResult"}, {"type": "object", "maxProperties": 0}]},
+    description="The graph in DOT, or `{}` when there is none to draw, as ADK answers.",
+)
+
+
 class GraphApi(AdkApi):
     @extend_schema(operation_id="agent_graph", tags=["apps"], parameters=[GraphQuerySerializer],
-                   responses={200: GetEventGraphResult})
+                   responses={200: GRAPH_OR_NOTHING})
     def get(self, request: Request, app_name: str) -> Response:
         """The agent tree in DOT, no highlights (ADK's `GET /dev/apps/{app}/graph`)."""
         query = _validated(GraphQuerySerializer, request.query_params)
         graph = async_to_sync(get_agent_graph)(_root_agent(app_name), [], dark_mode=query["dark_mode"])
         source = getattr(graph, "source", None)
         return Response(GetEventGraphResult(dot_src=source).model_dump(by_alias=True) if source else {})
+
+
+class EventGraphApi(AdkApi):
+    @extend_schema(operation_id="event_graph", tags=["apps"], responses={200: GRAPH_OR_NOTHING})
+    def get(self, request: Request, app_name: str, user_id: str, session_id: str, event_id: str) -> Response:
+        """The agent tree in DOT with the event's hop highlighted: its author to each function it called,
+        or each function answering back to it (ADK's `GET .../events/{event_id}/graph`, which adk-web
+        still calls), in ADK's default colours. An unknown session or event is `{}`, as in ADK."""
+        root = _root_agent(app_name)
+        event = _stored_event(SessionKey(app_name, user_id, session_id), event_id)
+        if event is None:
+            return Response({})
+        graph = async_to_sync(get_agent_graph)(root, _event_highlights(event))
+        source = getattr(graph, "source", None)
+        return Response(GetEventGraphResult(dot_src=source).model_dump(by_alias=True) if source else {})
+
+
+def _stored_event(key: SessionKey, event_id: str) -> AdkEvent | None:
+    row = selectors.session_find(**key.__dict__)
+    stored = EventRow.objects.filter(session=row, event_id=event_id).only("data").first() if row else None
+    return AdkEvent.model_validate(stored.data) if stored else None
+
+
+def _event_highlights(event: AdkEvent) -> list[tuple[str | None, str | None]]:
+    """ADK's edges to highlight for an event: author to callee, responder to author, else the author alone."""
+    if calls := event.get_function_calls():
+        return [(event.author, call.name) for call in calls]
+    if responses := event.get_function_responses():
+        return [(response.name, event.author) for response in responses]
+    return [(event.author, "")]
 
 
 # ---- what adkui does not do: edit, test-run or deploy agents -----------------------------
@@ -386,7 +454,7 @@ class _AgentEditingOff(AdkApi):
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
     throttle_classes: list[Any] = []
-    OFF = {403: OpenApiResponse(OpenApiTypes.OBJECT, description=f'`{{"detail": "{NOT_HERE}"}}`')}
+    OFF = {403: OpenApiResponse(ApiError, description=f'`{{"detail": "{NOT_HERE}"}}`')}
 
 
 class AgentEditingOffReadApi(_AgentEditingOff):

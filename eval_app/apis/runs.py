@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from access.fields import StrictCharField, StrictIntegerField
 from sessions_app.runtime import agent_names
 
 from .. import judges, metrics, selectors, services
@@ -55,12 +56,12 @@ class EvalRunCreateApi(APIView):
     `judge_model` overrides the judge of every LLM-as-judge metric (and the user simulator's model)."""
 
     class InputSerializer(serializers.Serializer):
-        app_name = serializers.CharField(required=False)
-        eval_ids = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+        app_name = StrictCharField(required=False)
+        eval_ids = serializers.ListField(child=StrictCharField(), required=False, default=list)
         criteria = serializers.DictField(required=False)
-        judge_model = serializers.CharField(required=False, allow_blank=True, default="", max_length=255)
+        judge_model = StrictCharField(required=False, allow_blank=True, default="", max_length=255)
         user_simulator_config = serializers.DictField(required=False, allow_null=True, default=None)
-        repeats = serializers.IntegerField(min_value=1, max_value=50, default=1)
+        repeats = StrictIntegerField(min_value=1, max_value=50, default=1)
 
     @extend_schema(operation_id="eval_run_create", tags=["evals"], request=InputSerializer,
                    responses={201: RunOutputSerializer})

@@ -23,14 +23,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access.limits import InputError, TooLargeError
+from access.fields import json_kind
+from access.limits import InputError, TooLargeError, check_id, check_state_size
 from access.parsers import LimitedJSONParser
 
 from .. import runtime, selectors
 from ..keys import SessionKey
 from ..models import Session
-from ..scopes import UnstorableValueError
+from ..scopes import UnstorableValueError, split_delta
 from ..session_service import DjangoSessionService
+from .schema import AdkPydanticExtension  # noqa: F401 (drf-spectacular uses it once imported)
 
 
 # Sessions ADK's evaluator creates; ADK's server leaves them out of listings.
@@ -122,11 +124,42 @@ def validate_adk(model: type[M], data: Any) -> M:
     bad input all the same, never a server error.
     """
     try:
-        return model.model_validate(data)
+        value = model.model_validate(data)
     except pydantic.ValidationError as exc:
         raise ValidationError(_pydantic_errors(exc)) from exc
     except (ValueError, TypeError, AttributeError, KeyError) as exc:
         raise ValidationError({"non_field_errors": [f"Not a valid {model.__name__}: {exc}"]}) from exc
+    if converted := _converted(model, data):
+        raise ValidationError(converted)
+    return value
+
+
+# Pydantic's lax mode converts these (`true` to 1.0, "12" to 12, 1.5 to "int"); its strict mode names them.
+_CONVERSIONS = {"string_type", "float_type", "int_type", "int_from_float", "bool_type"}
+
+
+def _converted(model: type[pydantic.BaseModel], data: Any) -> dict[str, list[str]]:
+    """Fields whose JSON value has another type than the schema's, which ADK's model would quietly convert.
+
+    Only scalar conversions count: strict mode also wants enum members and sets where
+    JSON has text and arrays, which are no conversion of the client's value. A float
+    with no fraction is an integer to JSON Schema, so it stays one.
+    """
+    try:
+        model.model_validate(data, strict=True)
+    except pydantic.ValidationError as exc:
+        errors: dict[str, list[str]] = {}
+        for error in exc.errors():
+            value = error.get("input")
+            if error["type"] not in _CONVERSIONS or (isinstance(value, float) and value.is_integer()
+                                                      and error["type"] in ("int_type", "int_from_float")):
+                continue
+            path = ".".join(str(part) for part in error["loc"]) or "non_field_errors"
+            errors.setdefault(path, []).append(f"{error['msg']}; got {json_kind(value)}, which is not converted.")
+        return errors
+    except (ValueError, TypeError, AttributeError, KeyError):
+        pass  # the lax validation took it; a validator that trips on strict input is no type mismatch
+    return {}
 
 
 def _pydantic_errors(exc: pydantic.ValidationError) -> dict[str, list[str]]:
@@ -176,6 +209,17 @@ class AdkModelField(serializers.Field):
 
     def to_representation(self, value: pydantic.BaseModel) -> Any:
         return value.model_dump(exclude_none=True, by_alias=True, mode="json")
+
+
+def checked_state_delta(value: dict[str, Any] | None, field: str) -> dict[str, Any] | None:
+    """A delta a run will apply, refused before the run starts as the one write path would refuse
+    it inside the run (where it became an AGENT_ERROR event): every key, without its `app:`/`user:`
+    prefix, a non-empty id, and the whole within ADKUI_MAX_STATE_BYTES (413)."""
+    check_state_size(value, field)
+    for scope, values in split_delta(value or {}).items():
+        for key in values:
+            check_id(key, f"{field} key")
+    return value
 
 
 def _validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from .base import (
     _validated,
     validate_adk,
 )
+from .schema import errors
 
 
 # ---- events and state (not in ADK's server) ------------------------------------
@@ -70,6 +71,7 @@ class EventCreateApi(AdkApi):
         responses={
             201: OpenApiResponse(AdkEvent, description="Stored: the event as stored, with its `seq`."),
             200: OpenApiResponse(AdkEvent, description="A partial event: accepted, not stored (`seq` null), as in ADK."),
+            **errors(409, 413),
         },
     )
     def post(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:

@@ -6,7 +6,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_serializer
+from google.adk.cli.api_server import UpdateSessionRequest
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events import Event as AdkEvent
 from google.adk.events import EventActions
@@ -16,6 +17,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from access.fields import StrictCharField
 from access.limits import InputError, check_state_size
 from adk_compat import CLIENT_FUNCTION_CALL_NAMES, mark_restored
 
@@ -27,6 +29,7 @@ from .base import (
     AdkBodySerializer,
     AdkModelField,
     AdkSessionList,
+    BadRequest,
     Conflict,
     EVAL_SESSION_PREFIXES,
     _adk_session,
@@ -35,6 +38,7 @@ from .base import (
     _service,
     _validated,
 )
+from .schema import errors
 
 
 # ---- sessions ------------------------------------------------------------------
@@ -52,7 +56,8 @@ def _check_initial_events(events: list[AdkEvent]) -> None:
             claim = "ADK protocol function calls"
         else:
             continue
-        raise ValidationError({"events": [f"Session initialization event {index} cannot include {claim}."]})
+        # ADK's server refuses the import with its `detail` (adk-web shows it), not a field error.
+        raise BadRequest(f"Session initialization event {index} cannot include {claim}.")
 
 
 def _capped_state(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -79,6 +84,20 @@ def _create_session(
         for event in events:
             service.append_event_sync(session, mark_restored(event))
     return session
+
+
+@extend_schema_field({
+    "type": "object", "maxProperties": 0,
+    "description": "ADK's server forwards these to the session service's create_session as keyword arguments; "
+                   "DjangoSessionService takes none, so only an empty object (or null) is accepted, as ADK's "
+                   "server answers with this service.",
+})
+class NoOptionsField(serializers.DictField):
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value = super().to_internal_value(data)
+        if value:
+            raise ValidationError("Session options are not supported by the configured session service.")
+        return value
 
 
 class SessionListApi(AdkApi):
@@ -109,10 +128,10 @@ class SessionListApi(AdkApi):
 class SessionCreateApi(AdkApi):
     @extend_schema_serializer(component_name="CreateSessionRequest")
     class InputSerializer(AdkBodySerializer):
-        sessionId = serializers.CharField(source="session_id", required=False, allow_null=True, allow_blank=True)
+        sessionId = StrictCharField(source="session_id", required=False, allow_null=True, allow_blank=True)
         state = serializers.DictField(required=False, allow_null=True)
         events = serializers.ListField(child=AdkModelField(AdkEvent), required=False, allow_null=True)
-        options = serializers.DictField(required=False, allow_null=True)
+        options = NoOptionsField(required=False, allow_null=True)
 
         def validate_state(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
             return _capped_state(value)
@@ -123,12 +142,8 @@ class SessionCreateApi(AdkApi):
                 raise ValidationError(f"A new session takes at most {limit} initial events; this one has {len(value)}.")
             return value
 
-        def validate_options(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
-            if value:
-                raise ValidationError("Session options are not supported by the configured session service.")
-            return value
-
-    @extend_schema(operation_id="session_create", tags=["sessions"], request=InputSerializer, responses={200: AdkSession})
+    @extend_schema(operation_id="session_create", tags=["sessions"], request=InputSerializer,
+                   responses={200: AdkSession, **errors(409)})
     def post(self, request: Request, app_name: str, user_id: str) -> Response:
         """Create a session, with a chosen id, initial state and restored events if given."""
         data = _validated(self.InputSerializer, request.data if request.data is not None else {})
@@ -141,7 +156,7 @@ class SessionCreateApi(AdkApi):
 class SessionCreateWithIdApi(AdkApi):
     @extend_schema(
         operation_id="session_create_with_id", tags=["sessions"], deprecated=True,
-        request={"application/json": OpenApiTypes.OBJECT}, responses={200: AdkSession},
+        request={"application/json": OpenApiTypes.OBJECT}, responses={200: AdkSession, **errors(409)},
     )
     def post(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
         """Create a session with this id; the body is its initial state. Deprecated by ADK."""
@@ -163,14 +178,17 @@ class SessionGetApi(AdkApi):
 
 
 class SessionUpdateApi(AdkApi):
-    @extend_schema_serializer(component_name="UpdateSessionRequest")
     class InputSerializer(AdkBodySerializer):
         stateDelta = serializers.DictField(source="state_delta")
 
         def validate_stateDelta(self, value: dict[str, Any]) -> dict[str, Any]:  # noqa: N802 (ADK's field name)
             return _capped_state(value)
 
-    @extend_schema(operation_id="session_update", tags=["sessions"], request=InputSerializer, responses={200: AdkSession})
+    # ADK's own model, as its server takes it: stateDelta is required (drf-spectacular would
+    # document a serializer's fields as optional on a PATCH).
+    @extend_schema(
+        operation_id="session_update", tags=["sessions"], request=UpdateSessionRequest, responses={200: AdkSession, **errors(409)},
+    )
     def patch(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
         """Change state without running the agent: ADK appends the delta as a `user` event."""
         delta = _validated(self.InputSerializer, request.data)["state_delta"]

@@ -115,6 +115,7 @@ RULES: dict[str, dict[str, str]] = {
     "runtime_api:build-graph": {G: VIEW},
     "runtime_api:build-graph-image": {G: VIEW},
     "runtime_api:graph": {G: VIEW},
+    "runtime_api:event-graph": {G: VIEW},
     # refused to all, logged in or not: adkui does not build or deploy agents
     "runtime_api:builder": {G: OPEN}, "runtime_api:deploy-defaults": {G: OPEN},
     "runtime_api:builder-save": {P: OPEN}, "runtime_api:builder-cancel": {P: OPEN}, "runtime_api:deploy": {P: OPEN},

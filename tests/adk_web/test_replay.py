@@ -120,8 +120,8 @@ def test_the_trace_of_a_chat_has_adks_spans_for_the_same_events(client: Client, 
                 "gcp.vertex.agent.invocation_id", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
                 "gen_ai.response.finish_reasons", "gen_ai.request.model"}
     assert required <= set(model["attributes"]) and required <= set(their_model["attributes"])
-    assert {k: model["attributes"][k] for k in ("gen_ai.usage.input_tokens", "gen_ai.response.finish_reasons")} == {
-        k: their_model["attributes"][k] for k in ("gen_ai.usage.input_tokens", "gen_ai.response.finish_reasons")}
+    same = ("gen_ai.usage.input_tokens", "gen_ai.response.finish_reasons", "gen_ai.provider.name")  # the last: #29
+    assert {k: model["attributes"][k] for k in same} == {k: their_model["attributes"][k] for k in same}
     # What adk-web shows as the event's Request and Response.
     assert "Please plan a trip to Kyoto" in model["attributes"]["gcp.vertex.agent.llm_request"]
     assert "plan_trip" in model["attributes"]["gcp.vertex.agent.llm_response"]
@@ -157,6 +157,9 @@ def test_an_eval_set_made_and_run_from_a_chat_as_adk_web_does(client: Client, ad
     assert set(mine) == set(adks) and AdkEvalCase.model_validate(mine).conversation
     turn, their_turn = mine["conversation"][0], adks["conversation"][0]
     assert set(turn) == set(their_turn) and turn["finalResponse"] == their_turn["finalResponse"]
+    assert set(turn["intermediateData"]) == set(their_turn["intermediateData"]) == {"invocationEvents"}  # #29
+    assert [e["author"] for e in turn["intermediateData"]["invocationEvents"]] == [
+        e["author"] for e in their_turn["intermediateData"]["invocationEvents"]]
 
     # Edit it, as adk-web's case editor sends it back.
     edited = {k: mine[k] for k in ("evalId", "conversation", "sessionInput", "creationTimestamp")}

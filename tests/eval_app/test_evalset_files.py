@@ -10,7 +10,7 @@ from google.adk.evaluation.eval_metrics import RubricsBasedCriterion, ToolTrajec
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.local_eval_sets_manager import LocalEvalSetsManager, load_eval_set_from_file
 
-from eval_app import judges, metrics, services
+from eval_app import evalset_files, judges, metrics, services
 from eval_app.evalset_files import (
     EvalSetFileError,
     build_eval_set,
@@ -240,3 +240,16 @@ def test_a_stored_sets_user_simulator_config_goes_into_its_eval_config():
     assert config.user_simulator_config.max_allowed_invocations == 3
     assert list(config.criteria) == ["response_match_score"]
     assert stored_eval_config({}, None) == default_eval_config()
+
+
+def test_yaml_whose_aliases_repeat_long_text_beyond_a_file_is_refused_before_it_is_built(monkeypatch):
+    """Few values, so the value count passes: 220 aliases of 100 kB of text (~22 MB, the size an
+    uploaded file may not have) were imported and stored whole (#29)."""
+    built = []
+    monkeypatch.setattr(evalset_files.yaml, "safe_load", lambda text: built.append(text))
+    text = "x" * 100_000
+    yaml_text = f"eval_set_id: big\nnote: &t {text}\neval_cases: [" + ", ".join(["*t"] * 220) + "]\n"
+    assert len(yaml_text) < evalset_files.MAX_FILE_BYTES // 100
+    with pytest.raises(evalset_files.EvalSetFileError) as refused:
+        evalset_files.parse_eval_set_file(filename="big.yaml", content=yaml_text.encode())
+    assert str(evalset_files.MAX_FILE_BYTES) in str(refused.value) and not built

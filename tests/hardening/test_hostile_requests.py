@@ -16,6 +16,7 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from eval_app.evalset_files import MAX_FILE_BYTES
 from sessions_app.models import Session
 
 APP, USER, SID = "trip_planner", "u", "s1"
@@ -30,9 +31,18 @@ BILLION_LAUGHS = (
     + "".join(f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
 )
 
+# Few values (so under the count cap), ~22 MB of text once its aliases expand.
+LONG_TEXT_ALIASED = ("eval_set_id: big\nnote: &a " + "x" * 100_000 + "\neval_cases: [" + ", ".join(["*a"] * 220) + "]\n")
+
 
 def event(**fields: Any) -> str:
     return json.dumps({"author": "x", "content": {"parts": [{"text": "hi"}]}, **fields})
+
+
+def run(**fields: Any) -> str:
+    """A `/api/run(_sse)` body that would run the agent, but for `fields`."""
+    message = {"role": "user", "parts": [{"text": "hi"}]}
+    return json.dumps({"appName": APP, "userId": USER, "sessionId": SID, "newMessage": message, **fields})
 
 
 @dataclass
@@ -127,6 +137,13 @@ HOSTILE = [
             names="body"),
     Hostile("run_sse: nested message", "POST", "/api/run_sse",
             '{"appName": "trip_planner", "userId": "u", "sessionId": "s1", "newMessage": ' + DEEP + "}", names="body"),
+    Hostile("run: empty state-delta key", "POST", "/api/run", run(stateDelta={"": 1}), names="stateDelta key"),
+    Hostile("run_sse: empty app: key", "POST", "/api/run_sse", run(stateDelta={"app:": 1}), names="stateDelta key"),
+    Hostile("run: state-delta key over 255", "POST", "/api/run", run(stateDelta={LONG: 1}), names="stateDelta key"),
+    Hostile("run: state delta over ADKUI_MAX_STATE_BYTES", "POST", "/api/run", run(stateDelta={"k": "x" * 5000}),
+            expect=(413,), names="stateDelta"),
+    Hostile("run_sse: state delta over ADKUI_MAX_STATE_BYTES", "POST", "/api/run_sse",
+            run(stateDelta={"user:k": "x" * 5000}), expect=(413,), names="stateDelta"),
     Hostile("run: unknown session", "POST", "/api/run", json.dumps({"appName": APP, "userId": USER, "sessionId": "nope"}),
             expect=(404,)),
     # ---- artifacts and memory
@@ -152,6 +169,8 @@ HOSTILE = [
     Hostile("rewind preview of a word", "GET", "/sessions/{pk}/rewind/?seq=abc", expect=(404,)),
     Hostile("eval import: billion laughs", "POST", "/evals/", {"app_name": APP}, content_type="form", expect=(200, 400),
             files={"file": BILLION_LAUGHS.encode()}),
+    Hostile("eval import: long text aliased to ~22 MB", "POST", "/evals/", {"app_name": APP}, content_type="form",
+            expect=(200, 400), files={"file": LONG_TEXT_ALIASED.encode()}, names=str(MAX_FILE_BYTES)),
     Hostile("eval import: NUL in JSON", "POST", "/evals/", {"app_name": APP}, content_type="form", expect=(200, 400),
             files={"file": b'{"eval_set_id": "a\\u0000", "eval_cases": []}'}),
 ]

@@ -123,7 +123,11 @@ async def test_version_metadata_lists_and_gets_each_version(artifacts):
 async def test_a_user_scoped_uri_points_at_the_user_artifact(artifacts):
     await save(artifacts, "user:p.txt", text("x"))
     meta = await artifacts.get_artifact_version(app_name=APP, user_id=USER, session_id=S1, filename="user:p.txt")
-    assert meta.canonical_uri == f"artifact://apps/{APP}/users/{USER}/artifacts/p.txt/versions/0"
+    # The name keeps its `user:` prefix, as ADK's other services' URIs do (#29), and still resolves.
+    assert meta.canonical_uri == f"artifact://apps/{APP}/users/{USER}/artifacts/user:p.txt/versions/0"
+    await save(artifacts, "alias.txt", types.Part(file_data=types.FileData(file_uri=meta.canonical_uri)))
+    loaded = await artifacts.load_artifact(app_name=APP, user_id=USER, session_id=S1, filename="alias.txt")
+    assert loaded.text == "x"
 
 
 async def test_artifact_references_resolve_within_scope(artifacts):
