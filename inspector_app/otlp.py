@@ -97,7 +97,10 @@ def _decode(message: Message, body: bytes, content_type: str, encoding: str) -> 
         if media_type == PROTOBUF:
             message.ParseFromString(body)
         else:
-            json_format.ParseDict(_hex_ids_to_base64(json.loads(body)), message, ignore_unknown_fields=True)
+            parsed = json.loads(body)
+            if not isinstance(parsed, dict):
+                raise ValueError("an OTLP JSON body is an object")
+            json_format.ParseDict(_hex_ids_to_base64(parsed), message, ignore_unknown_fields=True)
     except (DecodeError, json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise OtlpError(400, f"Not a valid OTLP {type(message).__name__} ({media_type}): {exc}") from exc
     return message

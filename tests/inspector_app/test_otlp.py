@@ -135,6 +135,7 @@ def test_spans_of_a_session_adkui_has_add_its_trace_not_events(client, service):
      {}, 400, "traceId must be hex"),
     (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "x"}]}]}]}', "application/json", {}, 400, "valid traceId"),
     (b"{not json", "application/json", {}, 400, "Not a valid OTLP"),
+    (b'"AAA"', "application/json", {}, 400, "an OTLP JSON body is an object"),
     (b"spans", "text/plain", {}, 415, "Content-Type"),
     (b"spans", "application/x-protobuf", {"content_encoding": "br"}, 415, "Content-Encoding"),
     (b"not gzip", "application/x-protobuf", {"content_encoding": "gzip"}, 400, "does not decompress"),
