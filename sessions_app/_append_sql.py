@@ -108,6 +108,10 @@ class Statements:
             else:
                 self.raw.executemany(sql, rows)
 
+    def fetchall(self) -> list[tuple]:
+        with self.db.wrap_database_errors:
+            return self.raw.fetchall()
+
     def _one(self, sql: str, params: tuple) -> tuple | None:
         self.execute(sql, params)
         with self.db.wrap_database_errors:

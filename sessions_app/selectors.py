@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.db import connection
 from django.db.models import Case, Count, F, Max, Min, Q, QuerySet, TextField, When
 from django.db.models.expressions import OrderBy
 from django.db.models.functions import Cast
@@ -14,6 +15,7 @@ from google.adk.sessions import Session as AdkSession
 
 from adk_compat import compute_state_delta_for_rewind
 
+from . import _append_sql, _list_sql
 from .keys import SessionKey
 from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
 from .sandbox import SEPARATOR
@@ -130,19 +132,38 @@ def adk_events(rows: list[str]) -> list[AdkEvent]:
     return [AdkEvent.model_validate_json(row) for row in rows]
 
 
-def session_list(*, app_name: str, user_id: str | None = None) -> list[tuple[Session, dict[str, Any]]]:
-    """Sessions oldest update first, each with its merged state (no events)."""
-    app = App.objects.select_related("app_state").filter(name=app_name).first()
-    if app is None:
-        return []
-    sessions = Session.objects.filter(app=app).order_by("update_time", "user_id", "session_id")
-    users = UserState.objects.filter(app=app)
-    if user_id is not None:
-        sessions = sessions.filter(user_id=user_id)
-        users = users.filter(user_id=user_id)
-    user_states = dict(users.values_list("user_id", "state"))
-    app_state = app_state_of(app)
-    return [(s, merge_state(app_state, user_states.get(s.user_id, {}), s.state)) for s in sessions]
+@dataclass(frozen=True)
+class ListedSession:
+    """One session as ADK lists it: no events, its state merged with the app's and user's."""
+
+    session_id: str
+    user_id: str
+    update_time: float
+    revision: int
+    state: dict[str, Any]
+
+
+def session_list(*, app_name: str, user_id: str | None = None) -> list[ListedSession]:
+    """Sessions oldest update first, each with its merged state (no events).
+
+    Column values, no model instances (`_list_sql`): a whole app's list is
+    the read ADK users find slowest at scale. The app and user keys, prefixed
+    once per user rather than once per session, are laid over each session's
+    own keys in the order `merge_state` gives them.
+    """
+    with connection.cursor() as cursor:
+        sql = _append_sql.Statements(cursor)
+        shared = _list_sql.shared_states(sql, app_name=app_name, user_id=user_id)
+        if shared is None:
+            return []
+        app_pk, app_state, user_states = shared
+        rows = _list_sql.session_columns(sql, app_pk=app_pk, user_id=user_id)
+    shared_of = {user: merge_state(app_state, state, {}) for user, state in user_states.items()}
+    no_user_state = merge_state(app_state, {}, {})
+    return [
+        ListedSession(sid, user, updated, revision, {**state, **shared_of.get(user, no_user_state)})
+        for sid, user, updated, revision, state in rows
+    ]
 
 
 @dataclass

@@ -33,6 +33,15 @@ def _adk_session(row: SessionRow, state: dict[str, Any], events: list[Event]) ->
     return session
 
 
+def _listed_session(app_name: str, row: selectors.ListedSession) -> Session:
+    session = Session(
+        id=row.session_id, app_name=app_name, user_id=row.user_id, state=row.state, events=[],
+        last_update_time=row.update_time,
+    )
+    set_storage_marker(session, str(row.revision))
+    return session
+
+
 def _seen(session: Session) -> SeenRevision:
     marker = storage_marker(session)
     return SeenRevision(
@@ -72,8 +81,8 @@ class DjangoSessionService(BaseSessionService):
         return _adk_session(row, selectors.session_merged_state(row), selectors.adk_events(data))
 
     def list_sessions_sync(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
-        pairs = selectors.session_list(app_name=app_name, user_id=user_id)
-        return ListSessionsResponse(sessions=[_adk_session(row, state, []) for row, state in pairs])
+        listed = selectors.session_list(app_name=app_name, user_id=user_id)
+        return ListSessionsResponse(sessions=[_listed_session(app_name, row) for row in listed])
 
     def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
         services.session_delete(key=SessionKey(app_name, user_id, session_id))

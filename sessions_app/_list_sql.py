@@ -1,0 +1,54 @@
+"""The SQL of `selectors.session_list` (ADK's `list_sessions`), for SQLite and PostgreSQL.
+
+A whole app's list is the read ADK users find slowest at scale, and for a
+short list (one user's) building the ORM's queries cost more than running
+them; so, as `_append_sql` does for appends, two plain statements on the
+driver's cursor: the app's and users' shared state, then the sessions'
+columns. JSON comes back as text on both backends (Django loads `jsonb` as
+text) and is parsed by pydantic's parser, a quarter of `json.loads`'s time.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_core import from_json
+
+from ._append_sql import Statements
+from .models import App, AppState, Session, UserState
+
+_S, _A, _AS, _US = Session._meta.db_table, App._meta.db_table, AppState._meta.db_table, UserState._meta.db_table
+
+SessionColumns = tuple[str, str, float, int, dict[str, Any]]  # session id, user id, update time, revision, own state
+
+
+def _state(text: str | None) -> dict[str, Any]:
+    return from_json(text) if text else {}
+
+
+def shared_states(
+    sql: Statements, *, app_name: str, user_id: str | None
+) -> tuple[int, dict[str, Any], dict[str, dict[str, Any]]] | None:
+    """The app's pk, its `app:` state and each user's `user:` state (only `user_id`'s when given); None: no such app."""
+    user_match = " AND u.user_id = %s" if user_id is not None else ""
+    sql.execute(
+        f"SELECT a.id, ast.state, u.user_id, u.state FROM {_A} a"
+        f" LEFT JOIN {_AS} ast ON ast.app_id = a.id"
+        f" LEFT JOIN {_US} u ON u.app_id = a.id{user_match} WHERE a.name = %s",
+        (user_id, app_name) if user_id is not None else (app_name,),
+    )
+    rows = sql.fetchall()
+    if not rows:
+        return None
+    users = {user: _state(state) for _, _, user, state in rows if user is not None}
+    return rows[0][0], _state(rows[0][1]), users
+
+
+def session_columns(sql: Statements, *, app_pk: int, user_id: str | None) -> list[SessionColumns]:
+    """The app's sessions (only `user_id`'s when given), oldest update first, as ADK orders them."""
+    user_match = " AND user_id = %s" if user_id is not None else ""
+    sql.execute(
+        f"SELECT session_id, user_id, update_time, revision, state FROM {_S}"
+        f" WHERE app_id = %s{user_match} ORDER BY update_time, user_id, session_id",
+        (app_pk, user_id) if user_id is not None else (app_pk,),
+    )
+    return [(sid, user, updated, revision, _state(state)) for sid, user, updated, revision, state in sql.fetchall()]
