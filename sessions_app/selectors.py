@@ -143,6 +143,16 @@ class ListedSession:
     state: dict[str, Any]
 
 
+def shared_state(*, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The app's `app:` state and the user's `user:` state (empty when not stored), in one statement."""
+    with connection.cursor() as cursor:
+        shared = _list_sql.shared_states(_append_sql.Statements(cursor), app_name=app_name, user_id=user_id)
+    if shared is None:
+        return {}, {}
+    _, app_state, user_states = shared
+    return app_state, user_states.get(user_id, {})
+
+
 def session_list(*, app_name: str, user_id: str | None = None) -> list[ListedSession]:
     """Sessions oldest update first, each with its merged state (no events).
 

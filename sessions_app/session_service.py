@@ -16,6 +16,7 @@ from adk_compat import set_storage_marker, storage_marker
 
 from . import selectors, services
 from .keys import SessionKey
+from .scopes import merge_state
 from .models import Session as SessionRow
 from .services import SeenRevision
 
@@ -65,8 +66,13 @@ class DjangoSessionService(BaseSessionService):
         session_id: Optional[str] = None,
     ) -> Session:
         created = services.session_create(app_name=app_name, user_id=user_id, session_id=session_id, state=state)
-        row = selectors.session_find(app_name=app_name, user_id=user_id, session_id=created.session_id)
-        return _adk_session(row, selectors.session_merged_state(row), [])
+        # The new row is all known here but the shared scopes, which one statement reads.
+        app_state, user_state = selectors.shared_state(app_name=app_name, user_id=user_id)
+        listed = selectors.ListedSession(
+            created.session_id, user_id, created.update_time, created.revision,
+            merge_state(app_state, user_state, created.state),
+        )
+        return _listed_session(app_name, listed)
 
     def get_session_sync(
         self, *, app_name: str, user_id: str, session_id: str, config: Optional[GetSessionConfig] = None
