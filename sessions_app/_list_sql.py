@@ -1,4 +1,4 @@
-"""The SQL of `selectors.session_list` (ADK's `list_sessions`), for SQLite and PostgreSQL.
+"""The SQL of ADK's reads (`list_sessions`, `get_session`), for SQLite and PostgreSQL.
 
 A whole app's list is the read ADK users find slowest at scale, and for a
 short list (one user's) building the ORM's queries cost more than running
@@ -14,9 +14,10 @@ from typing import Any
 from pydantic_core import from_json
 
 from ._append_sql import Statements
-from .models import App, AppState, Session, UserState
+from .models import App, AppState, Event, Session, UserState
 
 _S, _A, _AS, _US = Session._meta.db_table, App._meta.db_table, AppState._meta.db_table, UserState._meta.db_table
+_E = Event._meta.db_table
 
 SessionColumns = tuple[str, str, float, int, dict[str, Any]]  # session id, user id, update time, revision, own state
 
@@ -52,3 +53,36 @@ def session_columns(sql: Statements, *, app_pk: int, user_id: str | None) -> lis
         (app_pk, user_id) if user_id is not None else (app_pk,),
     )
     return [(sid, user, updated, revision, _state(state)) for sid, user, updated, revision, state in sql.fetchall()]
+
+
+def session_with_shared(
+    sql: Statements, *, app_name: str, user_id: str, session_id: str
+) -> tuple[int, SessionColumns, dict[str, Any], dict[str, Any]] | None:
+    """One session's pk and columns, with its app's and user's state (exact id only)."""
+    sql.execute(
+        f"SELECT s.id, s.update_time, s.revision, s.state, ast.state, u.state FROM {_S} s"
+        f" JOIN {_A} a ON a.id = s.app_id"
+        f" LEFT JOIN {_AS} ast ON ast.app_id = s.app_id"
+        f" LEFT JOIN {_US} u ON u.app_id = s.app_id AND u.user_id = s.user_id"
+        " WHERE a.name = %s AND s.user_id = %s AND s.session_id = %s",
+        (app_name, user_id, session_id),
+    )
+    rows = sql.fetchall()
+    if not rows:
+        return None
+    pk, updated, revision, state, app_state, user_state = rows[0]
+    return pk, (session_id, user_id, updated, revision, _state(state)), _state(app_state), _state(user_state)
+
+
+def event_json(sql: Statements, *, session_pk: int, limit: int | None, after_timestamp: float | None) -> list[str]:
+    """Stored event JSON text, newest first: `limit` at most, stamped at or after `after_timestamp`."""
+    where, params = "session_id = %s", [session_pk]
+    if after_timestamp:
+        where += " AND timestamp >= %s"
+        params.append(after_timestamp)
+    tail = ""
+    if limit is not None:
+        tail = " LIMIT %s"
+        params.append(limit)
+    sql.execute(f"SELECT data FROM {_E} WHERE {where} ORDER BY seq DESC{tail}", params)
+    return [data for (data,) in sql.fetchall()]

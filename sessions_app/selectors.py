@@ -153,6 +153,34 @@ def shared_state(*, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[s
     return app_state, user_states.get(user_id, {})
 
 
+def adk_session_read(
+    *, app_name: str, user_id: str, session_id: str, num_recent_events: int | None = None,
+    after_timestamp: float | None = None,
+) -> tuple[ListedSession, list[str]] | None:
+    """ADK's `get_session`: the session with its merged state, and its events' JSON in append order.
+
+    Two plain statements (`_list_sql`) for an id as stored; a padded id
+    (`SessionQuerySet.for_key`) takes the ORM's way.
+    """
+    if session_id != session_id.strip():
+        row = session_find(app_name=app_name, user_id=user_id, session_id=session_id)
+        if row is None:
+            return None
+        listed = ListedSession(row.session_id, user_id, row.update_time, row.revision, session_merged_state(row))
+        return listed, session_event_json(session=row, num_recent_events=num_recent_events,
+                                          after_timestamp=after_timestamp)
+    with connection.cursor() as cursor:
+        sql = _append_sql.Statements(cursor)
+        found = _list_sql.session_with_shared(sql, app_name=app_name, user_id=user_id, session_id=session_id)
+        if found is None:
+            return None
+        pk, (sid, user, updated, revision, state), app_state, user_state = found
+        rows = [] if num_recent_events == 0 else _list_sql.event_json(
+            sql, session_pk=pk, limit=num_recent_events, after_timestamp=after_timestamp)
+    rows.reverse()
+    return ListedSession(sid, user, updated, revision, merge_state(app_state, user_state, state)), rows
+
+
 def session_list(*, app_name: str, user_id: str | None = None) -> list[ListedSession]:
     """Sessions oldest update first, each with its merged state (no events).
 

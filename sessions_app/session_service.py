@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from asgiref.sync import sync_to_async
 from google.adk.events import Event
 from google.adk.sessions import BaseSessionService, Session
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
@@ -14,29 +13,15 @@ from typing_extensions import override
 
 from adk_compat import set_storage_marker, storage_marker
 
-from . import selectors, services
+from . import db_threads, selectors, services
 from .keys import SessionKey
 from .scopes import merge_state
-from .models import Session as SessionRow
 from .services import SeenRevision
 
 
-def _adk_session(row: SessionRow, state: dict[str, Any], events: list[Event]) -> Session:
+def _adk_session(app_name: str, row: selectors.ListedSession, events: list[Event] | None = None) -> Session:
     session = Session(
-        id=row.session_id,
-        app_name=row.app.name,
-        user_id=row.user_id,
-        state=state,
-        events=events,
-        last_update_time=row.update_time,
-    )
-    set_storage_marker(session, str(row.revision))
-    return session
-
-
-def _listed_session(app_name: str, row: selectors.ListedSession) -> Session:
-    session = Session(
-        id=row.session_id, app_name=app_name, user_id=row.user_id, state=row.state, events=[],
+        id=row.session_id, app_name=app_name, user_id=row.user_id, state=row.state, events=events or [],
         last_update_time=row.update_time,
     )
     set_storage_marker(session, str(row.revision))
@@ -72,23 +57,24 @@ class DjangoSessionService(BaseSessionService):
             created.session_id, user_id, created.update_time, created.revision,
             merge_state(app_state, user_state, created.state),
         )
-        return _listed_session(app_name, listed)
+        return _adk_session(app_name, listed)
 
     def get_session_sync(
         self, *, app_name: str, user_id: str, session_id: str, config: Optional[GetSessionConfig] = None
     ) -> Optional[Session]:
-        row = selectors.session_find(app_name=app_name, user_id=user_id, session_id=session_id)
-        if row is None:
-            return None
         config = config or GetSessionConfig()
-        data = selectors.session_event_json(
-            session=row, num_recent_events=config.num_recent_events, after_timestamp=config.after_timestamp
+        found = selectors.adk_session_read(
+            app_name=app_name, user_id=user_id, session_id=session_id, num_recent_events=config.num_recent_events,
+            after_timestamp=config.after_timestamp,
         )
-        return _adk_session(row, selectors.session_merged_state(row), selectors.adk_events(data))
+        if found is None:
+            return None
+        listed, data = found
+        return _adk_session(app_name, listed, selectors.adk_events(data))
 
     def list_sessions_sync(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         listed = selectors.session_list(app_name=app_name, user_id=user_id)
-        return ListSessionsResponse(sessions=[_listed_session(app_name, row) for row in listed])
+        return ListSessionsResponse(sessions=[_adk_session(app_name, row) for row in listed])
 
     def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
         services.session_delete(key=SessionKey(app_name, user_id, session_id))
@@ -120,30 +106,32 @@ class DjangoSessionService(BaseSessionService):
         state: Optional[dict[str, Any]] = None,
         session_id: Optional[str] = None,
     ) -> Session:
-        return await sync_to_async(self.create_session_sync)(
-            app_name=app_name, user_id=user_id, state=state, session_id=session_id
+        return await db_threads.run(
+            self.create_session_sync, write=True, app_name=app_name, user_id=user_id, state=state, session_id=session_id
         )
 
     @override
     async def get_session(
         self, *, app_name: str, user_id: str, session_id: str, config: Optional[GetSessionConfig] = None
     ) -> Optional[Session]:
-        return await sync_to_async(self.get_session_sync)(
-            app_name=app_name, user_id=user_id, session_id=session_id, config=config
+        return await db_threads.run(
+            self.get_session_sync, app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
 
     @override
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
-        return await sync_to_async(self.list_sessions_sync)(app_name=app_name, user_id=user_id)
+        return await db_threads.run(self.list_sessions_sync, app_name=app_name, user_id=user_id)
 
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        await sync_to_async(self.delete_session_sync)(app_name=app_name, user_id=user_id, session_id=session_id)
+        await db_threads.run(
+            self.delete_session_sync, write=True, app_name=app_name, user_id=user_id, session_id=session_id
+        )
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await sync_to_async(self.get_user_state_sync)(app_name=app_name, user_id=user_id)
+        return await db_threads.run(self.get_user_state_sync, app_name=app_name, user_id=user_id)
 
     @override
     async def append_event(self, session: Session, event: Event) -> Event:
-        return await sync_to_async(self.append_event_sync)(session, event)
+        return await db_threads.run(self.append_event_sync, session, event, write=not event.partial)

@@ -23,6 +23,7 @@ from django.test.utils import override_settings
 
 from adkui.adk import DjangoSessionService
 from adkui.settings import redis_channel_layer
+from sessions_app import db_threads
 
 CHROMIUM = os.environ.get("ADKUI_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
@@ -73,6 +74,7 @@ def close_worker_connections() -> None:
     # Async code reaches the database from asgiref's worker thread; close that
     # thread's connections so the test database can be flushed and dropped.
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+    db_threads.close_connections()  # and those of the session service's own threads
 
 
 @pytest.fixture(scope="session")
