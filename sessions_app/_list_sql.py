@@ -9,7 +9,7 @@ text) and is parsed by pydantic's parser, a quarter of `json.loads`'s time.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_core import from_json
 
@@ -20,6 +20,14 @@ _S, _A, _AS, _US = Session._meta.db_table, App._meta.db_table, AppState._meta.db
 _E = Event._meta.db_table
 
 SessionColumns = tuple[str, str, float, int, dict[str, Any]]  # session id, user id, update time, revision, own state
+
+
+class SessionPosition(NamedTuple):
+    """Where a session stands in ADK's list order: a keyset page starts after it."""
+
+    update_time: float
+    user_id: str
+    session_id: str
 
 
 def _state(text: str | None) -> dict[str, Any]:
@@ -44,13 +52,27 @@ def shared_states(
     return rows[0][0], _state(rows[0][1]), users
 
 
-def session_columns(sql: Statements, *, app_pk: int, user_id: str | None) -> list[SessionColumns]:
-    """The app's sessions (only `user_id`'s when given), oldest update first, as ADK orders them."""
-    user_match = " AND user_id = %s" if user_id is not None else ""
+def session_columns(
+    sql: Statements, *, app_pk: int, user_id: str | None, after: SessionPosition | None = None,
+    limit: int | None = None,
+) -> list[SessionColumns]:
+    """The app's sessions (only `user_id`'s when given), oldest update first, as ADK orders them:
+    those after position `after` (keyset paging, no offset to scan past), `limit` at most."""
+    where, params = ["app_id = %s"], [app_pk]
+    if user_id is not None:
+        where.append("user_id = %s")
+        params.append(user_id)
+    if after is not None:
+        where.append("(update_time > %s OR (update_time = %s AND (user_id > %s OR (user_id = %s AND session_id > %s))))")
+        params += [after.update_time, after.update_time, after.user_id, after.user_id, after.session_id]
+    tail = ""
+    if limit is not None:
+        tail = " LIMIT %s"
+        params.append(limit)
     sql.execute(
         f"SELECT session_id, user_id, update_time, revision, state FROM {_S}"
-        f" WHERE app_id = %s{user_match} ORDER BY update_time, user_id, session_id",
-        (app_pk, user_id) if user_id is not None else (app_pk,),
+        f" WHERE {' AND '.join(where)} ORDER BY update_time, user_id, session_id{tail}",
+        params,
     )
     return [(sid, user, updated, revision, _state(state)) for sid, user, updated, revision, state in sql.fetchall()]
 

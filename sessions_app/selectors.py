@@ -22,6 +22,7 @@ from .sandbox import SEPARATOR
 from .scopes import merge_state, split_key
 
 KINDS = ("text", "tool", "state", "error")
+SessionPosition = _list_sql.SessionPosition
 
 
 @dataclass(frozen=True)
@@ -181,8 +182,12 @@ def adk_session_read(
     return ListedSession(sid, user, updated, revision, merge_state(app_state, user_state, state)), rows
 
 
-def session_list(*, app_name: str, user_id: str | None = None) -> list[ListedSession]:
-    """Sessions oldest update first, each with its merged state (no events).
+def session_list(
+    *, app_name: str, user_id: str | None = None, after: _list_sql.SessionPosition | None = None,
+    limit: int | None = None,
+) -> list[ListedSession]:
+    """Sessions oldest update first, each with its merged state (no events); with
+    `after` and `limit`, a keyset page of them (see `_list_sql.session_columns`).
 
     Column values, no model instances (`_list_sql`): a whole app's list is
     the read ADK users find slowest at scale. The app and user keys, prefixed
@@ -195,7 +200,7 @@ def session_list(*, app_name: str, user_id: str | None = None) -> list[ListedSes
         if shared is None:
             return []
         app_pk, app_state, user_states = shared
-        rows = _list_sql.session_columns(sql, app_pk=app_pk, user_id=user_id)
+        rows = _list_sql.session_columns(sql, app_pk=app_pk, user_id=user_id, after=after, limit=limit)
     shared_of = {user: merge_state(app_state, state, {}) for user, state in user_states.items()}
     no_user_state = merge_state(app_state, {}, {})
     return [

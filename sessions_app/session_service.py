@@ -76,6 +76,19 @@ class DjangoSessionService(BaseSessionService):
         listed = selectors.session_list(app_name=app_name, user_id=user_id)
         return ListSessionsResponse(sessions=[_adk_session(app_name, row) for row in listed])
 
+    def list_sessions_page_sync(
+        self, *, app_name: str, user_id: Optional[str] = None, page_size: int,
+        after: Optional[selectors.SessionPosition] = None,
+    ) -> tuple[list[Session], Optional[selectors.SessionPosition]]:
+        """A keyset page of `list_sessions`: up to `page_size` sessions after position `after`,
+        and the position the next page starts after (None: this is the last)."""
+        listed = selectors.session_list(app_name=app_name, user_id=user_id, after=after, limit=page_size + 1)
+        page = listed[:page_size]
+        more = len(listed) > page_size
+        last = page[-1] if page else None
+        position = selectors.SessionPosition(last.update_time, last.user_id, last.session_id) if more and last else None
+        return [_adk_session(app_name, row) for row in page], position
+
     def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
         services.session_delete(key=SessionKey(app_name, user_id, session_id))
 
