@@ -351,7 +351,9 @@ async def run(args: argparse.Namespace) -> None:
     if args.writers:
         ratios = [f"vs {label}: {ours['concurrent_appends_per_s'] / other['concurrent_appends_per_s']:.1f}x"
                   for label, other in (("ADK Sqlite", sqlite_), ("ADK Database", db_)) if other["concurrent_appends_per_s"]]
-        print(f"{args.writers} writers at once  {'   '.join(ratios) or '(no ADK service finished)'}")
+        print(f"{args.writers} writers at once  {'   '.join(ratios) or '(no ADK service finished)'}   "
+              f"vs our one writer: {ours['concurrent_appends_per_s'] / ours['appends_per_s']:.1f}x "
+              f"(target on PostgreSQL >= 4x, on SQLite >= 1x)")
     print(f"full read time     vs ADK Sqlite: {ours['full_read_ms'] / sqlite_['full_read_ms']:.2f}   "
           f"vs ADK Database: {ours['full_read_ms'] / db_['full_read_ms']:.2f}   (target <= 0.33)")
     print(f"floors             vs ADK Sqlite: appends without the hop {floors['appends_per_s_no_hop'] / sqlite_['appends_per_s']:.1f}x   "
