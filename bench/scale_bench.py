@@ -64,7 +64,7 @@ django.setup()
 
 from asgiref.sync import sync_to_async  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.contrib.auth.models import User  # noqa: E402
 from django.test import Client  # noqa: E402
 from google.adk.events.event import Event  # noqa: E402
 from google.adk.sessions import Session  # noqa: E402
@@ -75,6 +75,7 @@ from google.adk.sessions.state import State  # noqa: E402
 
 from adkui.adk import DjangoSessionService  # noqa: E402
 from sessions_app.generated import BASE_TIME, fill  # noqa: E402
+from session_bench import adk_database_url, analyze  # noqa: E402  (bench/ is this script's folder)
 from sessions_app.generated import GeneratedApp as Spec  # noqa: E402
 from sessions_app.models import Session as SessionRow  # noqa: E402
 
@@ -265,26 +266,11 @@ def time_pages(client: Client, spec: Spec, repeat: int) -> dict[str, tuple[float
 
 
 def logged_in_client() -> Client:
-    from django.contrib.auth.models import User
-
     user, _ = User.objects.get_or_create(username="scale-bench")
     call_command("grant_role", "scale-bench", "editor", stdout=open(os.devnull, "w"))
     client = Client()
     client.force_login(user)
     return client
-
-
-def adk_database_url() -> str:
-    url = os.environ["DATABASE_URL"]
-    if url.startswith(("postgres://", "postgresql://")):
-        return "postgresql+psycopg://" + url.split("://", 1)[1]
-    return f"sqlite+aiosqlite:///{TMP / 'adk_db.db'}"
-
-
-def analyze() -> None:
-    if connection.vendor == "postgresql":  # planner statistics, as autovacuum gathers them soon after a fill
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
 
 
 def print_table(title: str, rows: dict[str, dict[str, tuple[float, float]]]) -> None:
