@@ -4,6 +4,9 @@ Every async method has a `*_sync` twin for code without an event loop.
 """
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Optional
 
 from google.adk.events import Event
@@ -26,6 +29,26 @@ def _adk_session(app_name: str, row: selectors.ListedSession, events: list[Event
     )
     set_storage_marker(session, str(row.revision))
     return session
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a long list is built.
+
+    A whole app's list allocates a dozen objects a session and keeps them
+    all, so the collector ran again and again over a heap that only grew:
+    at 10 000 sessions it took three quarters of the list's time (and ADK's
+    services pay it the same way). Nothing built here is cyclic garbage, so
+    nothing is left for later; a list built meanwhile on another thread just
+    runs as before. Not re-enabled if something else had turned it off.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _seen(session: Session) -> SeenRevision:
@@ -73,8 +96,9 @@ class DjangoSessionService(BaseSessionService):
         return _adk_session(app_name, listed, selectors.adk_events(data))
 
     def list_sessions_sync(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
-        listed = selectors.session_list(app_name=app_name, user_id=user_id)
-        return ListSessionsResponse(sessions=[_adk_session(app_name, row) for row in listed])
+        with _collector_paused():
+            listed = selectors.session_list(app_name=app_name, user_id=user_id)
+            return ListSessionsResponse(sessions=[_adk_session(app_name, row) for row in listed])
 
     def list_sessions_page_sync(
         self, *, app_name: str, user_id: Optional[str] = None, page_size: int,
