@@ -90,6 +90,14 @@ def django_db_modify_db_settings(
         database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.getbasetemp() / "adkui-test.sqlite3")
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None) -> Iterator[None]:
+    """pytest-django's, and before it drops the test database, the session service's
+    threads close their connections (PostgreSQL refuses to drop a database in use)."""
+    yield
+    db_threads.close_connections()
+
+
 @pytest.fixture
 def roles(db: None) -> None:
     """The groups as migration 0002 makes them: a transactional test's flush
