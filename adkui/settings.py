@@ -120,6 +120,11 @@ TEMPLATES = [
 ]
 
 
+# Threads (each with its own database connection) that DjangoSessionService's
+# async calls run on, so concurrent sessions are written at once (sessions_app.db_threads).
+ADKUI_SESSION_THREADS = envint("ADKUI_SESSION_THREADS", 8)
+
+
 def _database(url: str | None) -> dict:
     if not url:
         url = f"sqlite:///{BASE_DIR / 'adkui.sqlite3'}"
@@ -141,8 +146,10 @@ def _database(url: str | None) -> dict:
         # So instead each worker process keeps a psycopg pool: a request borrows
         # a connection and gives it back, rather than paying a new PostgreSQL
         # backend per request. On in production (DEBUG=0); DB_POOL=0 turns it off.
+        # The session service's threads keep one connection each (sessions_app.db_threads): on top of requests' 10.
         config.setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 2, "max_size": envint("DB_POOL_MAX_SIZE", 10), "timeout": envint("DB_POOL_TIMEOUT", 30),
+            "min_size": 2, "max_size": envint("DB_POOL_MAX_SIZE", 10 + ADKUI_SESSION_THREADS),
+            "timeout": envint("DB_POOL_TIMEOUT", 30),
         }
     return config
 

@@ -108,10 +108,35 @@ class Statements:
             else:
                 self.raw.executemany(sql, rows)
 
+    def fetchall(self) -> list[tuple]:
+        with self.db.wrap_database_errors:
+            return self.raw.fetchall()
+
     def _one(self, sql: str, params: tuple) -> tuple | None:
         self.execute(sql, params)
         with self.db.wrap_database_errors:
             return self.raw.fetchone()
+
+    def app_pk(self, name: str) -> int | None:
+        row = self._one(f"SELECT id FROM {_A} WHERE name = %s", (name,))
+        return row[0] if row else None
+
+    def session_exists(self, app_pk: int, user_id: str, session_id: str) -> bool:
+        return self._one(
+            f"SELECT 1 FROM {_S} WHERE app_id = %s AND user_id = %s AND session_id = %s", (app_pk, user_id, session_id)
+        ) is not None
+
+    def ensure_scope_rows(self, app_pk: int, user_id: str) -> None:
+        """The app's and user's state rows, empty if they are not there yet."""
+        self.execute(
+            f"INSERT INTO {_AS} (app_id, state, update_time) VALUES (%s, {self.json}, 0) ON CONFLICT DO NOTHING",
+            (app_pk, "{}"),
+        )
+        self.execute(
+            f"INSERT INTO {_US} (app_id, user_id, state, update_time) VALUES (%s, %s, {self.json}, 0)"
+            " ON CONFLICT DO NOTHING",
+            (app_pk, user_id, "{}"),
+        )
 
     def lock_session(
         self, app_name: str, user_id: str, session_id: str, *, calls: bool = False,

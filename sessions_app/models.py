@@ -139,7 +139,11 @@ class Session(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["app", "user_id", "session_id"], name="unique_adk_session")
         ]
-        indexes = [models.Index(fields=["app", "update_time"], name="session_app_update")]
+        indexes = [
+            models.Index(fields=["app", "update_time"], name="session_app_update"),
+            # One user's sessions in ADK's list order: a keyset page reads its rows, not the user's all.
+            models.Index(fields=["app", "user_id", "update_time", "session_id"], name="session_user_update"),
+        ]
 
     def __str__(self) -> str:
         return self.session_id

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from asgiref.sync import async_to_sync
+from django.db import connection
 from django.db.models import Case, Count, F, Max, Min, Q, QuerySet, TextField, When
 from django.db.models.expressions import OrderBy
 from django.db.models.functions import Cast
@@ -14,12 +15,14 @@ from google.adk.sessions import Session as AdkSession
 
 from adk_compat import compute_state_delta_for_rewind
 
+from . import _append_sql, _list_sql
 from .keys import SessionKey
 from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
 from .sandbox import SEPARATOR
 from .scopes import merge_state, split_key
 
 KINDS = ("text", "tool", "state", "error")
+SessionPosition = _list_sql.SessionPosition
 
 
 @dataclass(frozen=True)
@@ -130,19 +133,80 @@ def adk_events(rows: list[str]) -> list[AdkEvent]:
     return [AdkEvent.model_validate_json(row) for row in rows]
 
 
-def session_list(*, app_name: str, user_id: str | None = None) -> list[tuple[Session, dict[str, Any]]]:
-    """Sessions oldest update first, each with its merged state (no events)."""
-    app = App.objects.select_related("app_state").filter(name=app_name).first()
-    if app is None:
-        return []
-    sessions = Session.objects.filter(app=app).order_by("update_time", "user_id", "session_id")
-    users = UserState.objects.filter(app=app)
-    if user_id is not None:
-        sessions = sessions.filter(user_id=user_id)
-        users = users.filter(user_id=user_id)
-    user_states = dict(users.values_list("user_id", "state"))
-    app_state = app_state_of(app)
-    return [(s, merge_state(app_state, user_states.get(s.user_id, {}), s.state)) for s in sessions]
+class ListedSession(NamedTuple):
+    """One session as ADK lists it: no events, its state merged with the app's and user's.
+    A tuple: a whole app's list makes thousands, and a frozen dataclass costs twice as much to make."""
+
+    session_id: str
+    user_id: str
+    update_time: float
+    revision: int
+    state: dict[str, Any]
+
+
+def shared_state(*, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The app's `app:` state and the user's `user:` state (empty when not stored), in one statement."""
+    with connection.cursor() as cursor:
+        shared = _list_sql.shared_states(_append_sql.Statements(cursor), app_name=app_name, user_id=user_id)
+    if shared is None:
+        return {}, {}
+    _, app_state, user_states = shared
+    return app_state, user_states.get(user_id, {})
+
+
+def adk_session_read(
+    *, app_name: str, user_id: str, session_id: str, num_recent_events: int | None = None,
+    after_timestamp: float | None = None,
+) -> tuple[ListedSession, list[str]] | None:
+    """ADK's `get_session`: the session with its merged state, and its events' JSON in append order.
+
+    Two plain statements (`_list_sql`) for an id as stored; a padded id
+    (`SessionQuerySet.for_key`) takes the ORM's way.
+    """
+    if session_id != session_id.strip():
+        row = session_find(app_name=app_name, user_id=user_id, session_id=session_id)
+        if row is None:
+            return None
+        listed = ListedSession(row.session_id, user_id, row.update_time, row.revision, session_merged_state(row))
+        return listed, session_event_json(session=row, num_recent_events=num_recent_events,
+                                          after_timestamp=after_timestamp)
+    with connection.cursor() as cursor:
+        sql = _append_sql.Statements(cursor)
+        found = _list_sql.session_with_shared(sql, app_name=app_name, user_id=user_id, session_id=session_id)
+        if found is None:
+            return None
+        pk, (sid, user, updated, revision, state), app_state, user_state = found
+        rows = [] if num_recent_events == 0 else _list_sql.event_json(
+            sql, session_pk=pk, limit=num_recent_events, after_timestamp=after_timestamp)
+    rows.reverse()
+    return ListedSession(sid, user, updated, revision, merge_state(app_state, user_state, state)), rows
+
+
+def session_list(
+    *, app_name: str, user_id: str | None = None, after: _list_sql.SessionPosition | None = None,
+    limit: int | None = None,
+) -> list[ListedSession]:
+    """Sessions oldest update first, each with its merged state (no events); with
+    `after` and `limit`, a keyset page of them (see `_list_sql.session_columns`).
+
+    Column values, no model instances (`_list_sql`): a whole app's list is
+    the read ADK users find slowest at scale. The app and user keys, prefixed
+    once per user rather than once per session, are laid over each session's
+    own keys in the order `merge_state` gives them.
+    """
+    with connection.cursor() as cursor:
+        sql = _append_sql.Statements(cursor)
+        shared = _list_sql.shared_states(sql, app_name=app_name, user_id=user_id)
+        if shared is None:
+            return []
+        app_pk, app_state, user_states = shared
+        rows = _list_sql.session_columns(sql, app_pk=app_pk, user_id=user_id, after=after, limit=limit)
+    shared_of = {user: merge_state(app_state, state, {}) for user, state in user_states.items()}
+    no_user_state = merge_state(app_state, {}, {})
+    return [
+        ListedSession(sid, user, updated, revision, {**state, **shared_of.get(user, no_user_state)})
+        for sid, user, updated, revision, state in rows
+    ]
 
 
 @dataclass

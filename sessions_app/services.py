@@ -26,7 +26,7 @@ from access import limits
 
 from . import _append_sql, broadcast, health, relay, selectors
 from .keys import SessionKey
-from .models import SCOPE_SESSION, App, AppState, Event, Session, SessionSignature, StateChange, UserState
+from .models import SCOPE_SESSION, App, Event, Session, SessionSignature, StateChange
 from .scopes import ScopedDelta, json_safe_state, split_delta, split_key
 
 
@@ -99,13 +99,13 @@ def session_create(
     now = time.time()
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            sql = _append_sql.Statements(cursor)
-            app = app_get_or_create(name=app_name)
-            if Session.objects.filter(app=app, user_id=user_id, session_id=session_id).exists():
+            sql = _append_sql.Statements(cursor)  # plain statements: the ORM's cost more than they do
+            app_pk = sql.app_pk(app_name) or app_get_or_create(name=app_name).pk
+            if sql.session_exists(app_pk, user_id, session_id):
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             # Scope rows exist from the start, so appends only ever update them.
-            AppState.objects.get_or_create(app=app)
-            UserState.objects.get_or_create(app=app, user_id=user_id)
+            sql.ensure_scope_rows(app_pk, user_id)
+            app = App(pk=app_pk, name=app_name)
             locked = _append_sql.LockedSession(0, app.pk, user_id, 0, now, {})
             mark, changes = _apply_delta(sql, locked, delta, now)
             session = Session.objects.create(

@@ -23,6 +23,7 @@ from django.test.utils import override_settings
 
 from adkui.adk import DjangoSessionService
 from adkui.settings import redis_channel_layer
+from sessions_app import db_threads
 
 CHROMIUM = os.environ.get("ADKUI_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
@@ -73,6 +74,7 @@ def close_worker_connections() -> None:
     # Async code reaches the database from asgiref's worker thread; close that
     # thread's connections so the test database can be flushed and dropped.
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+    db_threads.close_connections()  # and those of the session service's own threads
 
 
 @pytest.fixture(scope="session")
@@ -86,6 +88,14 @@ def django_db_modify_db_settings(
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3":
         database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.getbasetemp() / "adkui-test.sqlite3")
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None) -> Iterator[None]:
+    """pytest-django's, and before it drops the test database, the session service's
+    threads close their connections (PostgreSQL refuses to drop a database in use)."""
+    yield
+    db_threads.close_connections()
 
 
 @pytest.fixture

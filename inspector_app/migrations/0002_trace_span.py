@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('inspector_app', '0001_initial'),
-        ('sessions_app', '0010_notice'),
+        ('sessions_app', '0011_notice'),
     ]
 
     operations = [

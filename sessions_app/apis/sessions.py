@@ -1,12 +1,21 @@
 """Apps and sessions: ADK's own routes."""
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+)
 from google.adk.cli.api_server import UpdateSessionRequest
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events import Event as AdkEvent
@@ -86,6 +95,26 @@ def _create_session(
     return session
 
 
+NEXT_PAGE_HEADER = "X-Next-Page-Token"
+SESSIONS_PAGE_MAX = 1000
+
+
+def _page_token(position: selectors.SessionPosition) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(position)).encode()).decode()
+
+
+def _page_position(token: str) -> selectors.SessionPosition:
+    """The position a `page_token` names; a 400 naming the field for anything we did not issue."""
+    try:
+        update_time, user_id, session_id = json.loads(base64.urlsafe_b64decode(token.encode()))
+        if not isinstance(update_time, (int, float)) or not all(isinstance(v, str) for v in (user_id, session_id)):
+            raise ValueError(token)
+    except (ValueError, TypeError, binascii.Error, UnicodeError) as exc:
+        raise ValidationError({"page_token": ["Not a page token from this list; pass the last page's "
+                                              f"{NEXT_PAGE_HEADER} header as it came."]}) from exc
+    return selectors.SessionPosition(float(update_time), user_id, session_id)
+
+
 @extend_schema_field({
     "type": "object", "maxProperties": 0,
     "description": "ADK's server forwards these to the session service's create_session as keyword arguments; "
@@ -107,22 +136,57 @@ class SessionListApi(AdkApi):
             help_text="Also list eval sessions: those of this app's eval-run sandboxes (`app@eval-<run>-<case>-<repeat>`, "
                       "their `appName` says which) and ADK's own eval sessions. Left out by default, as ADK does.",
         )
+        page_size = serializers.IntegerField(
+            required=False, min_value=1, max_value=SESSIONS_PAGE_MAX,
+            help_text="Page the list: at most this many sessions, in ADK's order (oldest update first). The response "
+                      f"stays ADK's JSON array; its `{NEXT_PAGE_HEADER}` header, when present, is the `page_token` of "
+                      "the next page (keyset paging: every page costs the same however deep). Without it, every "
+                      "session, as ADK's server returns them. Not with `include_eval`.",
+        )
+        page_token = serializers.CharField(
+            required=False, help_text=f"The `{NEXT_PAGE_HEADER}` header of the previous page (needs `page_size`)."
+        )
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if "page_token" in attrs and "page_size" not in attrs:
+                raise ValidationError({"page_token": ["Needs page_size (the size of the pages it continues)."]})
+            if "page_size" in attrs and attrs["include_eval"]:
+                raise ValidationError({"page_size": ["Pages cover the app's own sessions: not with include_eval."]})
+            return attrs
 
     @extend_schema(
-        operation_id="session_list", tags=["sessions"], parameters=[QuerySerializer], responses={200: AdkSessionList},
+        operation_id="session_list", tags=["sessions"],
+        parameters=[QuerySerializer, OpenApiParameter(
+            NEXT_PAGE_HEADER, str, OpenApiParameter.HEADER, response=[200],
+            description="With `page_size`: the `page_token` of the next page; absent on the last page.",
+        )],
+        responses={200: AdkSessionList},
     )
     def get(self, request: Request, app_name: str, user_id: str) -> Response:
         """The user's sessions of this app, without their events. Eval sessions are left out, as
-        ADK leaves them out, unless `?include_eval=true`."""
-        include_eval = _validated(self.QuerySerializer, request.query_params)["include_eval"]
+        ADK leaves them out, unless `?include_eval=true`. `page_size` pages the list (keyset)."""
+        query = _validated(self.QuerySerializer, request.query_params)
         _require_app(app_name)
         service = _service()
+        if "page_size" in query:
+            return self._page(service, app_name, user_id, query)
         sessions = service.list_sessions_sync(app_name=app_name, user_id=user_id).sessions
-        if not include_eval:
+        if not query["include_eval"]:
             return Response([adk_json(s) for s in sessions if not s.id.startswith(EVAL_SESSION_PREFIXES)])
         for sandbox in selectors.sandbox_app_names(app_name, user_id=user_id):
             sessions += service.list_sessions_sync(app_name=sandbox, user_id=user_id).sessions
         return Response([adk_json(s) for s in sessions])
+
+    def _page(self, service: Any, app_name: str, user_id: str, query: dict[str, Any]) -> Response:
+        after = _page_position(query["page_token"]) if "page_token" in query else None
+        sessions, position = service.list_sessions_page_sync(
+            app_name=app_name, user_id=user_id, page_size=query["page_size"], after=after
+        )
+        # ADK's eval sessions are left out as above, so a page may hold fewer than page_size.
+        response = Response([adk_json(s) for s in sessions if not s.id.startswith(EVAL_SESSION_PREFIXES)])
+        if position is not None:
+            response[NEXT_PAGE_HEADER] = _page_token(position)
+        return response
 
 
 class SessionCreateApi(AdkApi):

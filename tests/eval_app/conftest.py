@@ -9,6 +9,7 @@ from django.db import connections
 from eval_app import services
 from eval_app.evalset_files import parse_eval_set_file
 from eval_app.models import EvalSet
+from sessions_app import db_threads
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "eval_app" / "demo"
 DEMO_FILE = DEMO_DIR / "trip_planner.evalset.json"
@@ -31,5 +32,6 @@ def async_db_threads():
     """Close the connections asgiref's worker thread opened, so the test database can be dropped."""
     yield
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+    db_threads.close_connections()  # and those of the session service's own threads
 
 

@@ -15,7 +15,7 @@ from sessions_app import broadcast
 from sessions_app.consumers import SessionEventsConsumer
 from tests.conftest import async_wait_until
 
-from .websockets import connect
+from .websockets import connect, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 APP = "ws_app"
@@ -34,6 +34,7 @@ async def test_a_missing_session_is_closed_with_4404():
 async def test_it_pushes_an_appended_event_rendered_by_the_row_partial(service, adk_session):
     session, pk = adk_session
     comm = await connect(f"/ws/sessions/{pk}/events/?after=0")
+    await settled(comm, pk)
     await service.append_event(session, text_event("hello <b>there</b>", actions={"state_delta": {"k": 1}}))
     html = await comm.receive_from(timeout=5)
     assert 'hx-swap-oob="beforeend:#timeline"' in html and 'id="event-1"' in html
@@ -74,6 +75,7 @@ async def test_partial_events_stream_into_one_row_then_the_final_event_replaces_
 async def test_filters_apply_to_live_events(service, adk_session):
     session, pk = adk_session
     comm = await connect(f"/ws/sessions/{pk}/events/?after=0&kind=error")
+    await settled(comm, pk)
     await service.append_event(session, text_event("fine"))
     await service.append_event(session, Event(author="agent", invocation_id="inv", error_code="E", error_message="bad"))
     hidden = await comm.receive_from(timeout=5)  # the filtered-out event updates only the header's health

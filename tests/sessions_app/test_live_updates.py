@@ -7,7 +7,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
-from .websockets import connect
+from .websockets import connect, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 APP = "live_updates_app"
@@ -35,6 +35,7 @@ async def test_the_response_pairs_the_call_row_the_page_shows(service, adk_sessi
     session, pk = adk_session
     await service.append_event(session, call())
     comm = await connect(f"/ws/sessions/{pk}/events/?after=1")
+    await settled(comm, pk)
     await service.append_event(session, response())
     frame = await comm.receive_from(timeout=5)
     assert 'id="event-2"' in frame and "to call weather" in frame
@@ -62,6 +63,7 @@ async def test_a_rewind_hidden_by_filters_still_marks_the_rows_it_undid(service,
     for text, invocation in (("a", "inv-1"), ("b", "inv-2"), ("c", "inv-2")):
         await service.append_event(session, said(text, invocation))
     comm = await connect(f"/ws/sessions/{pk}/events/?after=3&author=agent")
+    await settled(comm, pk)
     await service.append_event(session, rewind("inv-2"))
     frame = await comm.receive_from(timeout=5)
     assert 'hx-swap-oob="innerHTML:#rw-2,#rw-3"' in frame and "rewound" in frame
@@ -72,6 +74,7 @@ async def test_a_rewind_hidden_by_filters_still_marks_the_rows_it_undid(service,
 async def test_no_pairing_is_sent_for_a_call_the_filters_hide(service, adk_session):
     session, pk = adk_session
     comm = await connect(f"/ws/sessions/{pk}/events/?after=0&kind=text")
+    await settled(comm, pk)
     await service.append_event(session, call())
     await service.append_event(session, response())
     await service.append_event(session, said("done", "inv-1"))

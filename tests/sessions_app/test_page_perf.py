@@ -194,7 +194,9 @@ def test_postgres_connections_are_pooled_unless_turned_off(monkeypatch):
     url = "postgres://u@db.internal:5432/adkui"
     monkeypatch.setenv("DB_POOL", "1")
     pooled = adkui_settings._database(url)
-    assert pooled["OPTIONS"]["pool"]["max_size"] == 10 and pooled["CONN_MAX_AGE"] == 0
+    # Requests' 10, and one for each of the session service's threads (sessions_app.db_threads).
+    assert pooled["OPTIONS"]["pool"]["max_size"] == 10 + adkui_settings.ADKUI_SESSION_THREADS
+    assert pooled["CONN_MAX_AGE"] == 0
     monkeypatch.setenv("DB_POOL", "0")
     assert "pool" not in adkui_settings._database(url).get("OPTIONS", {})
     monkeypatch.setenv("DB_POOL", "1")

@@ -12,6 +12,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.sessions import BaseSessionService, InMemorySessionService
 from google.adk.sessions.base_session_service import GetSessionConfig
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 from pydantic import BaseModel
 
@@ -228,6 +229,28 @@ async def test_list_sessions_oldest_update_first_without_events(service):
     assert listed[1].state == {"user:n": 1}
     only_ann = (await service.list_sessions(app_name=APP, user_id="ann")).sessions
     assert [s.id for s in only_ann] == [a.id]
+    assert (await service.list_sessions(app_name="nothing")).sessions == []
+
+
+async def test_list_sessions_equals_adks_sqlite_service_on_the_same_calls(service, tmp_path):
+    """Same calls to both services, same lists: order, ids, merged state, no events. (Key order within
+    one scope is SQLite's in ADK's service, whose `json_patch` reorders keys, and insertion order in ours.)"""
+    adk = SqliteSessionService(str(tmp_path / "adk.db"))
+    for svc in (adk, service):
+        first = await svc.create_session(
+            app_name=APP, user_id="ann", session_id="s1", state={"a": 1, "app:k": "v", "user:u": [1, 2], "temp:t": 0}
+        )
+        await svc.create_session(app_name=APP, user_id="bob", session_id="s2", state={"z": None})
+        await svc.create_session(app_name=APP, user_id="cy", session_id="s3")  # a user with no user: state
+        await svc.create_session(app_name="other", user_id="ann", session_id="s4", state={"app:k": "other"})
+        await svc.append_event(first, text_event("x", delta={"b": {"n": 2}, "user:u": 3, "app:j": 1.5},
+                                                 timestamp=first.last_update_time + 5))
+    for user_id in (None, "ann", "bob", "nobody"):
+        ours = (await service.list_sessions(app_name=APP, user_id=user_id)).sessions
+        theirs = (await adk.list_sessions(app_name=APP, user_id=user_id)).sessions
+        assert [s.id for s in ours] == [s.id for s in theirs]
+        assert [s.state for s in ours] == [s.state for s in theirs]
+        assert [(s.app_name, s.user_id, s.events) for s in ours] == [(s.app_name, s.user_id, s.events) for s in theirs]
     assert (await service.list_sessions(app_name="nothing")).sessions == []
 
 

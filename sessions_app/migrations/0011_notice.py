@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0009_append_indexes'),
+        ('sessions_app', '0010_session_user_update'),
     ]
 
     operations = [

@@ -1,0 +1,69 @@
+"""The threads `DjangoSessionService`'s async methods do their database work on.
+
+asgiref's `sync_to_async` runs every call on one shared thread (thread
+sensitive), so concurrent sessions queued behind each other however many
+writers the database could take. Here each call runs on a thread of a pool
+of our own, each thread with its own Django connection, kept between calls:
+connecting per call, or borrowing from psycopg's pool per call (with
+Django's per-connection setup), cost PostgreSQL two thirds of one writer's
+appends/s; so the settings size that pool for these threads on top of
+requests' (`DB_POOL_MAX_SIZE`). A connection that saw an error is closed,
+so the next call starts on a fresh one.
+
+Two cases keep asgiref's thread: a caller in sync code that came in through
+`async_to_sync` (a view, a test in a transaction), whose open transaction
+the call must see; and on SQLite, which takes one writer at a time, writes
+take a process-wide lock first, so threads queue on it rather than on
+SQLite's busy handler, whose sleeps (up to 100 ms a try) would make eight
+writers slower than one.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+
+from asgiref.sync import AsyncToSync, sync_to_async
+from django.conf import settings
+from django.db import connection
+
+T = TypeVar("T")
+
+_pool = ThreadPoolExecutor(max_workers=settings.ADKUI_SESSION_THREADS, thread_name_prefix="adkui-sessions")
+_sqlite_writer = threading.Lock()
+
+
+def _on_pool_thread(call: Callable[..., T], write: bool, args: tuple, kwargs: dict[str, Any]) -> T:
+    try:
+        if write and connection.vendor == "sqlite":
+            with _sqlite_writer:
+                return call(*args, **kwargs)
+        return call(*args, **kwargs)
+    finally:
+        if connection.errors_occurred:
+            connection.close()
+
+
+async def run(call: Callable[..., T], *args: Any, write: bool = False, **kwargs: Any) -> T:
+    """`call(*args, **kwargs)` on a pool thread (see the module's doc); `write`: it writes."""
+    if getattr(AsyncToSync.executors, "current", None) is not None:
+        return await sync_to_async(call)(*args, **kwargs)
+    return await sync_to_async(_on_pool_thread, thread_sensitive=False, executor=_pool)(call, write, args, kwargs)
+
+
+def close_connections() -> None:
+    """Close every pool thread's connection (a test database about to be flushed or dropped).
+
+    Connections belong to their threads, so each thread closes its own: one
+    task per thread, held at a barrier until all have started, so no thread
+    takes two.
+    """
+    workers = settings.ADKUI_SESSION_THREADS
+    barrier = threading.Barrier(workers)
+
+    def close() -> None:
+        barrier.wait(timeout=30)
+        connection.close()
+
+    for future in [_pool.submit(close) for _ in range(workers)]:
+        future.result()
