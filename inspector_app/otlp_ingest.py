@@ -18,6 +18,7 @@ rebuilt into events through the one write path.
 from __future__ import annotations
 
 import json
+import logging
 from collections import defaultdict
 from typing import Any
 
@@ -33,6 +34,7 @@ from . import services
 from .models import ModelCall, TraceSpan
 from .otlp import LogData, SpanData
 
+logger = logging.getLogger(__name__)
 ADK_OPERATIONS = {"invoke_workflow", "invoke_agent", "generate_content", "execute_tool", "call_llm", "invocation"}
 # Schema v1's spans have no gen_ai.operation.name; their names say what they are.
 V1_SPANS = {"call_llm": "call_llm", "invocation": "invocation"}
@@ -58,7 +60,10 @@ def spans_ingest(*, spans: list[SpanData]) -> int:
         new = {(s.trace_id, s.span_id): s for s in adk if (s.trace_id, s.span_id) not in seen}
         TraceSpan.objects.bulk_create([_row(s) for s in new.values()])
     for trace_id in sorted({trace for trace, _ in new}):
-        _place(trace_id)
+        try:
+            _place(trace_id)
+        except Exception:  # spans of a shape not foreseen: kept, unplaced, and the exporter told it was stored
+            logger.exception("Could not place the spans of trace %s; they stay stored.", trace_id)
     return len(new)
 
 
@@ -94,6 +99,14 @@ def _operation(name: str, attributes: dict[str, Any]) -> str:
     return str(attributes.get("gen_ai.operation.name") or V1_SPANS.get(name, ""))
 
 
+def _legacy_unfinished(rows: list[TraceSpan]) -> bool:
+    """A schema v1 trace whose `invocation` span has not come: its `call_llm`
+    spans end only after the tools they asked for, so a reply could otherwise
+    be placed after its tool's response. The invocation span ends last."""
+    legacy = any(r.operation in V1_SPANS or _instrumentation_copy(r) for r in rows)
+    return legacy and not any(r.operation == "invocation" for r in rows)
+
+
 def _instrumentation_copy(row: TraceSpan) -> bool:
     """Schema v1's `generate_content` span: google-genai's instrumentation's
     child of ADK's `call_llm`, which carries the same call whole (it names a
@@ -108,7 +121,7 @@ def _place(trace_id: str) -> None:
     rows = list(TraceSpan.objects.select_for_update().filter(trace_id=trace_id).order_by("started_at", "pk"))
     conversation = next((r.conversation_id for r in rows if r.conversation_id), "")
     waiting = [r for r in rows if not r.placed]
-    if not conversation or not waiting:
+    if not conversation or not waiting or _legacy_unfinished(rows):
         return
     session = _session_for(conversation, rows)
     invocations = _invocations(rows)
@@ -365,7 +378,7 @@ def _model_event(row: TraceSpan, invocation: str) -> dict[str, Any] | None:
             # v1's call_llm lasts until the tools it asked for have run: its reply came before them.
             "timestamp": row.started_at + (1e-6 if row.operation == "call_llm" else row.duration_ms / 1000),
             "content": response.get("content"),
-            "usage_metadata": response["usage_metadata"] or None, "model_version": response["model_version"] or None,
+            "usage_metadata": response.get("usage_metadata") or None, "model_version": response.get("model_version") or None,
             "error_code": response.get("error_code") or ("ERROR" if row.error else None), "error_message": row.error or None}
 
 

@@ -264,6 +264,9 @@ PROBES: dict[tuple[str, str], Probe] = {
     ("^api/(?P<rest>.*)$", method): Probe(lambda w, missing: ("/api/no-such-route", {}), api=True)
     for method in (P, "PUT", "PATCH", "DELETE")
 } | {
+    # An empty OTLP/JSON export: allowed, it stores nothing.
+    ("otlp:traces", P): Probe(lambda w, missing: ("/v1/traces", {}), api=True),
+    ("otlp:logs", P): Probe(lambda w, missing: ("/v1/logs", {}), api=True),
     ("runtime:app_detail", P): Probe(lambda w, missing: (
         f"/apps/{'no-such-app' if missing else w.app}/", {"user_id": "new-user", "session_id": "new", "state": "{}"})),
     ("runtime:chat_send", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/chat/", {"message": "hi"})),

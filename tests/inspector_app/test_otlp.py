@@ -192,3 +192,50 @@ def test_a_session_whose_records_name_no_invocation_still_opens(client, service)
     assert ModelCall.objects.get().invocation_id == ""
     assert client.get(f"/sessions/{session.pk}/").status_code == 200
     assert client.get(f"/inspect/model-calls/{ModelCall.objects.get().pk}/").status_code == 200
+
+
+def v1_spans() -> list[Span]:
+    """The same turn in ADK's legacy schema v1: call_llm spans with ADK's own JSON
+    (ending after the tool they asked for), genai's generate_content copies, an invocation span."""
+    agent, root = "00000000000000a1", "00000000000000f1"
+    request = {"model": "scripted", "config": {"system_instruction": "Plan trips."},
+               "contents": [{"role": "user", "parts": [{"text": "Plan a trip to Lisbon"}]}]}
+    call = {"content": {"role": "model", "parts": [{"function_call": {"name": "plan_trip", "args": {"city": "Lisbon"}}}]},
+            "usage_metadata": {"prompt_token_count": 212, "candidates_token_count": 5}}
+    answer = {"content": {"role": "model", "parts": [{"text": "Done!"}]}}
+    v1 = {"gcp.vertex.agent.invocation_id": INVOCATION, "gcp.vertex.agent.session_id": "otel-v1"}
+    copy = {"gen_ai.system": "gemini", "gen_ai.operation.name": "generate_content", "gen_ai.conversation.id": "otel-v1",
+            "gcp.vertex.agent.invocation_id": INVOCATION}
+    return [
+        _span("00000000000000d1", "00000000000000b1", "generate_content scripted", 11, 19,
+              **copy, **{"gcp.vertex.agent.event_id": "ev-call"}),
+        _span("00000000000000c1", agent, "execute_tool plan_trip", 21, 45,
+              **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "plan_trip", "gen_ai.agent.name": "trip_planner",
+                 "gen_ai.tool.call.id": "adk-call-1", "gcp.vertex.agent.event_id": "ev-response",
+                 "gcp.vertex.agent.tool_call_args": '{"city": "Lisbon"}', "gcp.vertex.agent.tool_response": '{"status": "ok"}'}),
+        _span("00000000000000b1", agent, "call_llm", 10, 46, **v1, **{"gcp.vertex.agent.event_id": "ev-call",
+              "gcp.vertex.agent.llm_request": json.dumps(request), "gcp.vertex.agent.llm_response": json.dumps(call)}),
+        _span("00000000000000b2", agent, "call_llm", 47, 50, **v1, **{"gcp.vertex.agent.event_id": "ev-answer",
+              "gcp.vertex.agent.llm_request": json.dumps(request), "gcp.vertex.agent.llm_response": json.dumps(answer)}),
+        _span(agent, root, "invoke_agent trip_planner", 5, 55,
+              **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "trip_planner", "gen_ai.conversation.id": "otel-v1"}),
+        _span(root, "", "invocation", 0, 60),
+    ]
+
+
+def test_adks_legacy_schema_v1_rebuilds_the_same_session_whatever_the_batches(client):
+    spans = v1_spans()
+    for batch in (spans[:2], spans[2:3], spans[3:]):  # as the exporter sends them: each span once it ended
+        assert post(client, body(batch).SerializeToString()).status_code == 200
+    session = Session.objects.get(session_id="otel-v1")
+    assert session.app.name == "trip_planner"  # no service.name, no workflow: the agent's name
+    events = list(session.events.order_by("seq"))
+    assert [(e.author, e.event_id) for e in events] == [
+        ("user", f"{INVOCATION}-user"), ("trip_planner", "ev-call"), ("trip_planner", "ev-response"),
+        ("trip_planner", "ev-answer")]
+    call = events[1].data["content"]["parts"][0]["function_call"]
+    response = events[2].data["content"]["parts"][0]["function_response"]
+    assert call["id"] == response["id"] == "adk-call-1"
+    assert ModelCall.objects.count() == 2  # genai's copy of a call is not a second call
+    assert ModelCall.objects.get(event_id="ev-call").request["system_instruction"] == "Plan trips."
+    assert ToolCall.objects.get().result == {"status": "ok"}

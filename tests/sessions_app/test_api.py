@@ -133,7 +133,7 @@ def test_create_restores_events_and_refuses_adk_internal_ones(client):
 
     with_actions = {**event, "actions": {"stateDelta": {"x": 1}}}
     refused = post(client, SESSIONS, {"sessionId": "forged", "events": [with_actions]})
-    assert refused.status_code == 400 and "event actions" in refused.json()["events"][0]
+    assert refused.status_code == 400 and "event actions" in refused.json()["detail"]  # ADK's shape (#29)
     assert not Session.objects.filter(session_id="forged").exists()
 
 
