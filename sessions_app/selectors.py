@@ -493,16 +493,25 @@ def _after(column: str, order: str, at: BrowserPosition) -> Q:
     with it at a lower pk, or (after any value) without a value."""
     if at.value is None:
         return Q(**{f"{column}__isnull": True, "pk__lt": at.pk})
-    further = f"{column}__lt" if order.startswith("-") else f"{column}__gt"
-    return Q(**{further: at.value}) | Q(**{column: at.value, "pk__lt": at.pk}) | Q(**{f"{column}__isnull": True})
+    further, reached = ("lt", "lte") if order.startswith("-") else ("gt", "gte")
+    # The redundant bound on the column alone lets an index on it (update time's) seek to the position.
+    after = Q(**{f"{column}__{reached}": at.value}) & (
+        Q(**{f"{column}__{further}": at.value}) | Q(**{column: at.value, "pk__lt": at.pk}))
+    # A column that cannot be NULL goes without that OR, which would cost the seek.
+    return after | Q(**{f"{column}__isnull": True}) if _nullable(column) else after
+
+
+def _nullable(column: str) -> bool:
+    return column in {field.name for field in Session._meta.fields if field.null}
 
 
 def _before(column: str, order: str, at: BrowserPosition) -> Q:
     """The rows before `at` in the same order: the complement of `_after` less `at` itself."""
     if at.value is None:
         return Q(**{f"{column}__isnull": False}) | Q(**{f"{column}__isnull": True, "pk__gt": at.pk})
-    earlier = f"{column}__gt" if order.startswith("-") else f"{column}__lt"
-    return Q(**{earlier: at.value}) | Q(**{column: at.value, "pk__gt": at.pk})
+    earlier, reached = ("gt", "gte") if order.startswith("-") else ("lt", "lte")
+    return Q(**{f"{column}__{reached}": at.value}) & (
+        Q(**{f"{column}__{earlier}": at.value}) | Q(**{column: at.value, "pk__gt": at.pk}))
 
 
 def _nulls_last(order: str) -> OrderBy:
