@@ -12,7 +12,6 @@ import asyncio
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -24,7 +23,7 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.genai import types
 
 from inspector_app import views as inspector_views
-from sessions_app import selectors, services, timeline
+from sessions_app import page_tokens, selectors, services, timeline
 from sessions_app.forms import SessionCreateForm
 from sessions_app.models import App, Event, Session
 from sessions_app.views import HtmxHttpRequest, int_or_404
@@ -90,7 +89,11 @@ def app_detail(request: HtmxHttpRequest, app_name: str) -> HttpResponse:
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     if request.method == "POST" and request.htmx:
         return render(request, "runtime_app/app_detail.html#create_form", {"form": form, "app_name": app_name})
-    return render(request, "runtime_app/app_detail.html", _app_context(request, app_name, app, is_agent, form))
+    try:
+        context = _app_context(request, app_name, app, is_agent, form)
+    except BadPagePosition as exc:
+        return render(request, "400.html", {"message": str(exc)}, status=400)
+    return render(request, "runtime_app/app_detail.html", context)
 
 
 def _create_session(app_name: str, form: SessionCreateForm) -> Session | None:
@@ -119,16 +122,57 @@ def _app_context(request: HtmxHttpRequest, app_name: str, app: App | None, is_ag
         app=app, user_id=user_id, search=search, order=SORTS[sort], needing_attention=attention,
         sandboxes_of=app_name if show_eval else "",
     )
-    page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    page = selectors.session_browser_page(
+        sessions, order=SORTS[sort], size=SESSIONS_PER_PAGE,
+        after=_page_position(request, "after", sort), before=_page_position(request, "before", sort),
+    )
     loaded = agents.load(app_name) if is_agent else None
     return {
         "app_name": app_name, "app": app, "agent": loaded, "form": form, "page": page,
+        # A COUNT, not "25+": at 10 000 sessions on SQLite it took 0.4 ms for the whole app and 3 ms
+        # with "needs attention" (`manage.py fill_scale 10000`, then `sessions.count()` timed), well
+        # within the page's budget, and the total is what a person browsing wants to know.
+        "count": sessions.count(),
+        "newer_query": _page_query(request, "before", sort, page.previous),
+        "older_query": _page_query(request, "after", sort, page.next),
         "user_filter": user_id, "search": search, "sort": sort, "attention": attention, "show_eval": show_eval,
         "users": selectors.user_ids(app) if app else [],
         "agent_graph": graph.app_svg(loaded),
         "live": app is not None and not (user_id or search or attention or show_eval) and sort == "-updated"
-        and page.number == 1,
+        and page.is_first,
     }
+
+
+class BadPagePosition(ValueError):
+    """A page link's position parameter that no page of this list wrote."""
+
+
+def _page_position(request: HtmxHttpRequest, param: str, sort: str) -> selectors.BrowserPosition | None:
+    """The position `?after=` or `?before=` names: a token of `_page_query`'s for the same sort."""
+    token = request.GET.get(param)
+    if token is None:
+        return None
+    try:
+        token_sort, value, pk = page_tokens.decode(token)
+        if token_sort != sort or isinstance(value, bool) or not isinstance(value, (int, float, type(None))) \
+                or isinstance(pk, bool) or not isinstance(pk, int):
+            raise ValueError(token)
+    except ValueError as exc:
+        raise BadPagePosition(f"The {param!r} parameter is not a position of this list sorted by {sort!r}: "
+                              "follow the page's own links, or start again from the first page.") from exc
+    return selectors.BrowserPosition(value, pk)
+
+
+def _page_query(request: HtmxHttpRequest, param: str, sort: str, position: selectors.BrowserPosition | None) -> str:
+    """The address of the page `param` (`after` or `before`) `position`, with the filters and sort
+    of this one; empty when there is no such page."""
+    if position is None:
+        return ""
+    query = request.GET.copy()
+    for stale in ("after", "before", "page"):
+        query.pop(stale, None)
+    query[param] = page_tokens.encode([sort, *position])
+    return query.urlencode()
 
 
 @require_GET

@@ -438,6 +438,82 @@ def session_browser(
     return sessions.alias(total_tokens=F("prompt_tokens") + F("output_tokens")).order_by(_nulls_last(order), "-pk")
 
 
+class BrowserPosition(NamedTuple):
+    """Where a session stands in a session-browser sort: its value of the sorted column
+    (None: it has none yet, and sorts last) and its pk, the tiebreaker that makes the position unique."""
+
+    value: float | int | None
+    pk: int
+
+
+@dataclass(frozen=True)
+class BrowserPage:
+    """A keyset page of the session browser: its rows, and the positions the pages before and after
+    it start from (None: there is none)."""
+
+    rows: list[Session]
+    previous: BrowserPosition | None
+    next: BrowserPosition | None
+
+    @property
+    def is_first(self) -> bool:
+        return self.previous is None
+
+
+def session_browser_page(
+    sessions: QuerySet[Session], *, order: str, size: int,
+    after: BrowserPosition | None = None, before: BrowserPosition | None = None,
+) -> BrowserPage:
+    """A page of `session_browser(order=order)`: the `size` sessions after position `after`, or
+    before `before`, or the first ones. Keyset, not offset: a deep page costs what the first does,
+    and a row arriving meanwhile shifts no page onto rows already seen."""
+    column = order.removeprefix("-")
+    ordered = sessions.annotate(sort_value=F(column))
+    if before is not None:
+        # The same walk backwards (`reverse` flips the nulls too), turned round afterwards.
+        rows = list(ordered.filter(_before(column, order, before)).reverse()[:size + 1])
+        if len(rows) <= size:  # back at the start (rows may have gone meanwhile): the first page, full
+            return session_browser_page(sessions, order=order, size=size)
+        rows = rows[:size][::-1]
+        return BrowserPage(rows, _position(rows[0]), _position(rows[-1]))
+    if after is not None:
+        ordered = ordered.filter(_after(column, order, after))
+    rows = list(ordered[:size + 1])
+    more, rows = len(rows) > size, rows[:size]
+    previous = (_position(rows[0]) if rows else after) if after is not None else None
+    return BrowserPage(rows, previous, _position(rows[-1]) if more else None)
+
+
+def _position(session: Session) -> BrowserPosition:
+    return BrowserPosition(session.sort_value, session.pk)  # type: ignore[attr-defined]  # annotated above
+
+
+def _after(column: str, order: str, at: BrowserPosition) -> Q:
+    """The rows after `at` in `_nulls_last(order)`, "-pk": further on in the column, or level
+    with it at a lower pk, or (after any value) without a value."""
+    if at.value is None:
+        return Q(**{f"{column}__isnull": True, "pk__lt": at.pk})
+    further, reached = ("lt", "lte") if order.startswith("-") else ("gt", "gte")
+    # The redundant bound on the column alone lets an index on it (update time's) seek to the position.
+    after = Q(**{f"{column}__{reached}": at.value}) & (
+        Q(**{f"{column}__{further}": at.value}) | Q(**{column: at.value, "pk__lt": at.pk}))
+    # A column that cannot be NULL goes without that OR, which would cost the seek.
+    return after | Q(**{f"{column}__isnull": True}) if _nullable(column) else after
+
+
+def _nullable(column: str) -> bool:
+    return column in {field.name for field in Session._meta.fields if field.null}
+
+
+def _before(column: str, order: str, at: BrowserPosition) -> Q:
+    """The rows before `at` in the same order: the complement of `_after` less `at` itself."""
+    if at.value is None:
+        return Q(**{f"{column}__isnull": False}) | Q(**{f"{column}__isnull": True, "pk__gt": at.pk})
+    earlier, reached = ("gt", "gte") if order.startswith("-") else ("lt", "lte")
+    return Q(**{f"{column}__{reached}": at.value}) & (
+        Q(**{f"{column}__{earlier}": at.value}) | Q(**{column: at.value, "pk__gt": at.pk}))
+
+
 def _nulls_last(order: str) -> OrderBy:
     """`-field` or `field` with sessions that have no value (no cost, no TTFT yet) last either way."""
     if order.startswith("-"):

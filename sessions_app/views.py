@@ -6,7 +6,7 @@ so they live in runtime_app, which composes this app's fragments."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.middleware import HtmxDetails
@@ -17,6 +17,8 @@ from . import runtime, search, selectors, services, timeline
 from .keys import SessionKey
 from .models import Session
 from .scopes import split_key
+
+KEY_HISTORY_PAGE = 200  # changes a page of a key's history; "older changes" loads the next
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -53,10 +55,18 @@ def key_history(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     full_key = request.GET.get("key", "")
     if not full_key:
         raise Http404("No key given.")
+    before = request.GET.get("before")
+    if before is not None and not (before.isascii() and before.isdigit() and len(before) <= 18):
+        return HttpResponseBadRequest(f"before: not a change number ({before[:40]!r}).")
     scope, _ = split_key(full_key)
-    changes = selectors.key_history(app=session.app, full_key=full_key, user_id=session.user_id, session=session)[:200]
-    return render(request, "sessions_app/partials/key_history.html",
-                  {"session": session, "key": full_key, "scope": scope, "changes": changes})
+    changes = selectors.key_history(app=session.app, full_key=full_key, user_id=session.user_id, session=session)
+    # Keyset by change number, newest first: "older changes" loads the next page after the last row shown.
+    rows = list((changes.filter(id__lt=int(before)) if before else changes)[:KEY_HISTORY_PAGE + 1])
+    rows, more = rows[:KEY_HISTORY_PAGE], len(rows) > KEY_HISTORY_PAGE
+    context = {"session": session, "key": full_key, "scope": scope, "changes": rows, "before": before,
+               "older": rows[-1].pk if more else None}
+    template = "sessions_app/partials/key_history.html" + ("#rows" if before else "")
+    return render(request, template, context)
 
 
 @deletes

@@ -1,9 +1,6 @@
 """Apps and sessions: ADK's own routes."""
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from typing import Any
 
 from django.conf import settings
@@ -30,7 +27,7 @@ from access.fields import StrictCharField
 from access.limits import InputError, check_state_size
 from adk_compat import CLIENT_FUNCTION_CALL_NAMES, mark_restored
 
-from .. import selectors, services
+from .. import page_tokens, selectors, services
 from ..wire import adk_json
 from ..keys import SessionKey
 from .base import (
@@ -100,16 +97,16 @@ SESSIONS_PAGE_MAX = 1000
 
 
 def _page_token(position: selectors.SessionPosition) -> str:
-    return base64.urlsafe_b64encode(json.dumps(list(position)).encode()).decode()
+    return page_tokens.encode(position)
 
 
 def _page_position(token: str) -> selectors.SessionPosition:
     """The position a `page_token` names; a 400 naming the field for anything we did not issue."""
     try:
-        update_time, user_id, session_id = json.loads(base64.urlsafe_b64decode(token.encode()))
+        update_time, user_id, session_id = page_tokens.decode(token)
         if not isinstance(update_time, (int, float)) or not all(isinstance(v, str) for v in (user_id, session_id)):
             raise ValueError(token)
-    except (ValueError, TypeError, binascii.Error, UnicodeError) as exc:
+    except ValueError as exc:
         raise ValidationError({"page_token": ["Not a page token from this list; pass the last page's "
                                               f"{NEXT_PAGE_HEADER} header as it came."]}) from exc
     return selectors.SessionPosition(float(update_time), user_id, session_id)

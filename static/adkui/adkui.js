@@ -181,8 +181,7 @@
     listedRows.forEach(function (id) { if (!now.has(id)) count--; });
     listedRows = now;
     label.dataset.count = String(count);
-    const pages = Math.max(1, Math.ceil(count / parseInt(label.dataset.perPage, 10)));
-    label.textContent = "page " + label.dataset.page + " of " + pages + " · " + count + " session" + (count === 1 ? "" : "s");
+    label.textContent = count + " session" + (count === 1 ? "" : "s");
     const none = document.getElementById("no-sessions");
     if (none && now.size) none.remove();
   }

@@ -143,17 +143,47 @@ def test_the_live_session_list_counts_the_rows_that_arrive_and_leave(page, live_
     live_server.call(services.session_create, app_name="walk_list", user_id="ann", session_id="first", state={})
     page.goto(f"{live_server.url}/apps/walk_list/")
     count = page.locator("#session-count")
-    expect(count).to_have_text("page 1 of 1 · 1 session")
+    expect(count).to_have_text("1 session")
     page.wait_for_function(
         "() => document.querySelector('.session-list')['htmx-internal-data']?.webSocket?.socket?.readyState === 1")
     for name in ("second", "third"):
         live_server.call(services.session_create, app_name="walk_list", user_id="bo", session_id=name, state={})
     expect(page.locator("#session-rows .session-row")).to_have_count(3)
-    expect(count).to_have_text("page 1 of 1 · 3 sessions")
+    expect(count).to_have_text("3 sessions")
     page.once("dialog", lambda dialog: dialog.accept())
     page.locator("#session-rows .session-row", has_text="first").get_by_role("link", name="delete").click()
     expect(page.locator("#session-rows .session-row")).to_have_count(2)
-    expect(count).to_have_text("page 1 of 1 · 2 sessions")
+    expect(count).to_have_text("2 sessions")
+    assert not page.js_errors
+
+
+def test_the_session_browser_pages_forwards_and_back_by_its_links(page, live_server):
+    """Two pages of the app's sessions (25 a page), by "next" and back by "previous"; the address
+    of the second page shows the same rows again, and only the first page is live."""
+    def make() -> None:
+        for n in range(30):
+            services.session_create(app_name="walk_pages", user_id="ann", session_id=f"p{n:02}", state={})
+    live_server.call(make)
+    rows = page.locator("#session-rows .session-row")
+    page.goto(f"{live_server.url}/apps/walk_pages/")
+    expect(rows).to_have_count(25)
+    expect(page.locator("#session-count")).to_have_text("30 sessions")
+    expect(rows.first).to_contain_text("p29")
+    expect(page.get_by_role("link", name="← previous")).to_have_count(0)
+    page.get_by_role("link", name="next →").click()
+    expect(rows).to_have_count(5)
+    expect(rows.first).to_contain_text("p04")
+    expect(rows.last).to_contain_text("p00")
+    expect(page.get_by_role("link", name="next →")).to_have_count(0)
+    assert "after=" in page.url and page.locator(".session-list[ws-connect]").count() == 0
+    second = page.url
+    page.get_by_role("link", name="← previous").click()
+    expect(rows).to_have_count(25)
+    expect(rows.first).to_contain_text("p29")
+    expect(rows.last).to_contain_text("p05")
+    expect(page.locator(".session-list[ws-connect]")).to_have_count(1)
+    page.goto(second)
+    expect(rows.first).to_contain_text("p04")
     assert not page.js_errors
 
 

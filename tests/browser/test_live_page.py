@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 
 from adkui.adk import DjangoArtifactService, DjangoSessionService
 from sessions_app import services
+from sessions_app import views as session_views
 from sessions_app.keys import SessionKey
 from sessions_app.models import Event as EventRow
 from sessions_app.models import Session as SessionRow
@@ -311,4 +312,28 @@ def test_enter_sends_the_message_and_shift_enter_adds_a_line(page, live_server):
     expect(page.locator("#timeline .event", has_text="second line")).to_be_visible()
     expect(page.locator("#chat-form textarea[name=message]")).to_have_value("")
     assert EventRow.objects.filter(session_id=pk, author="user").count() == 1
+    assert not page.js_errors
+
+
+def test_a_long_key_history_shows_its_older_changes_on_request(page, live_server, monkeypatch):
+    monkeypatch.setattr(session_views, "KEY_HISTORY_PAGE", 2)  # the live server runs in this process
+    key = SessionKey(APP, "ann", "many-changes")
+
+    def make() -> int:
+        session = services.session_create(app_name=APP, user_id="ann", session_id=key.session_id, state={})
+        for n in range(5):
+            services.event_append(key=key, event=Event(author="agent", invocation_id=f"inv-{n}",
+                                                       actions=EventActions(state_delta={"count": n})))
+        return session.pk
+    pk = live_server.call(make)
+    page.goto(f"{live_server.url}/sessions/{pk}/?key=count")
+    rows = page.locator("#key-history tr")
+    expect(rows.first).to_contain_text("#5")
+    expect(rows).to_have_count(3)  # two changes and the button
+    page.get_by_role("button", name="older changes").click()
+    expect(rows).to_have_count(5)
+    page.get_by_role("button", name="older changes").click()
+    expect(rows).to_have_count(5)
+    expect(rows.last).to_contain_text("#1")
+    expect(page.get_by_role("button", name="older changes")).to_have_count(0)
     assert not page.js_errors

@@ -10,6 +10,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
+from sessions_app import page_tokens
 from sessions_app.models import Session as SessionRow
 
 pytestmark = pytest.mark.django_db
@@ -47,6 +48,12 @@ def long_pk() -> int:
     return SessionRow.objects.get(app__name=APP, session_id="long").pk
 
 
+def newest_position() -> str:
+    """The session browser's position of the app's newest session: the page after it lists the rest."""
+    newest = SessionRow.objects.filter(app__name=APP).order_by("-update_time", "-pk").first()
+    return page_tokens.encode(["-updated", newest.update_time, newest.pk])
+
+
 def queries(client, url: str) -> int:
     client.get(url)  # once first: what a page caches (its app, the agents it knows) is not what is counted
     with CaptureQueriesContext(connection) as captured:
@@ -61,6 +68,8 @@ SESSION_LISTS = {
     "app page sorted by health": lambda: f"/apps/{APP}/?sort=-errors",
     "app page needing attention": lambda: f"/apps/{APP}/?attention=1",
     "app page of one user": lambda: f"/apps/{APP}/?user=ann",
+    "app page after a position": lambda: f"/apps/{APP}/?after={newest_position()}",
+    "app page after sessions without a TTFT": lambda: f"/apps/{APP}/?sort=ttft&after={page_tokens.encode(['ttft', None, 10**9])}",
     "API session list": lambda: f"/api/apps/{APP}/users/ann/sessions",
     "API search": lambda: f"/api/apps/{APP}/search?q=word",
     "search page": lambda: f"/apps/{APP}/search/?q=word",
@@ -91,3 +100,13 @@ def test_event_lists_query_alike_for_5_and_50_events(client, service, url: Calla
     few = queries(client, url())
     add_events(service, 5, 50)
     assert queries(client, url()) == few
+
+
+def test_the_app_page_before_a_position_queries_no_more_for_50_sessions_than_for_5(client, service):
+    """The last page, reached back from past the end. With 5 sessions the page before is short, so
+    the browser shows the first page in full instead (one query more), which is why this is `<=`."""
+    past_the_end = f"/apps/{APP}/?sort=-errors&before={page_tokens.encode(['-errors', -1, 0])}"
+    add_sessions(service, 0, 5)
+    few = queries(client, past_the_end)
+    add_sessions(service, 5, 50)
+    assert queries(client, past_the_end) <= few

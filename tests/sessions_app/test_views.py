@@ -1,11 +1,14 @@
 """The session browser and the session page, through Django's test client."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
+from sessions_app import views
 from sessions_app.models import Session as SessionRow
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
@@ -173,3 +176,25 @@ def test_an_agent_that_fails_to_load_shows_its_traceback_not_a_crash(client, set
         assert "failed to load, so it cannot run" in page and 'id="chat-form"' not in page
     finally:
         agents._loader.cache_clear()
+
+
+def test_a_long_key_history_pages_by_its_older_changes_button(client, service, adk_session, monkeypatch):
+    for n in range(5):
+        say(service, adk_session, f"n {n}", delta={"count": n})
+    url = f"/sessions/{row(adk_session).pk}/key-history/?key=count"
+    every = re.findall(r"this session #(\d+)", client.get(url).content.decode())
+    assert len(every) == 5
+    monkeypatch.setattr(views, "KEY_HISTORY_PAGE", 3)
+    first = client.get(url).content.decode()
+    assert re.findall(r"this session #(\d+)", first) == every[:3] and "older changes" in first
+    older = re.search(r'before=(\d+)"', first).group(1)
+    rest = client.get(f"{url}&before={older}").content.decode()
+    assert re.findall(r"this session #(\d+)", rest) == every[3:]
+    assert "older changes" not in rest and "Never changed" not in rest
+    assert 'id="key-history-card"' not in rest  # rows to put in place of the button, not a second card
+
+
+@pytest.mark.parametrize("before", ["x", "-1", "1.5", "9" * 19, ""])
+def test_a_bad_key_history_position_is_a_400_naming_it(client, service, adk_session, before):
+    response = client.get(f"/sessions/{row(adk_session).pk}/key-history/", {"key": "topic", "before": before})
+    assert response.status_code == 400 and response.content.decode().startswith("before:")
