@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
+
+from .limits import NON_BLANK_TEXT
+
+# An id or name that must not be blank (DRF trims it, `check_id` strips it), as a validator the
+# schema states as its pattern.
+NON_BLANK = RegexValidator(NON_BLANK_TEXT, "Must have a character besides whitespace, and no U+0000.")
 
 
 class StrictCharField(serializers.CharField):

@@ -15,6 +15,8 @@ from typing import Any
 from django.conf import settings
 
 MAX_ID_CHARS = 255  # the CharField columns ids are stored in
+# `check_id`'s rule as a schema's pattern: some character besides whitespace, and no U+0000.
+NON_BLANK_TEXT = r"^[^\x00]*[^\s\x00][^\x00]*$"
 # Seconds since the epoch: 0 (1970) up to the last second of year 9999, the
 # largest a datetime holds. A milliseconds epoch (1.7e12) falls outside.
 MIN_TIMESTAMP, MAX_TIMESTAMP = 0.0, 253402300799.0

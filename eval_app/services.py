@@ -22,7 +22,9 @@ from .metrics import criteria_of
 from .models import EvalCase, EvalRun, EvalSet
 from .selectors import eval_case_from_session, eval_case_ids
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9_]+$")  # what ADK's LocalEvalSetsManager accepts for new ids
+_ID_CHARS = "[A-Za-z0-9_]+"  # what ADK's LocalEvalSetsManager accepts for new ids
+ID_PATTERN = re.compile(f"^{_ID_CHARS}$")
+ID_PATTERN_PADDED = rf"^\s*{_ID_CHARS}\s*$"  # what `require_id` accepts, as a schema's pattern: it strips padding
 
 
 class EvalError(ValueError):

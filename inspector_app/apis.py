@@ -28,7 +28,7 @@ from adk_compat import gen_ai_provider_name
 from sessions_app.apis.base import AdkApi
 
 from . import selectors, trace
-from .models import ModelCall, Recorded, ToolCall
+from .models import AgentRun, ModelCall, Recorded, ToolCall
 
 # ADK's span attribute names (google/adk/telemetry), as adk-web reads them.
 OPERATION = "gen_ai.operation.name"
@@ -38,6 +38,7 @@ INVOCATION = "gcp.vertex.agent.invocation_id"
 EVENT = "gcp.vertex.agent.event_id"
 LLM_REQUEST = "gcp.vertex.agent.llm_request"
 LLM_RESPONSE = "gcp.vertex.agent.llm_response"
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 NS_PER_SECOND = 1_000_000_000
 OUR_REQUEST_KEYS = ("spans", "templates")  # the inspector's placeholder marks, not part of what was sent
 
@@ -134,7 +135,11 @@ def _name_and_attributes(record: Recorded, session_id: str) -> tuple[str, dict[s
                                                              **_model_attributes(record)}
     if isinstance(record, ToolCall):
         return f"execute_tool {record.tool_name}", {OPERATION: "execute_tool", **common, **_tool_attributes(record)}
-    return f"invoke_agent {record.agent_name}", {OPERATION: "invoke_agent", **common}
+    return f"invoke_agent {record.agent_name}", {OPERATION: "invoke_agent", **common, **_agent_attributes(record)}
+
+
+def _agent_attributes(run: AgentRun) -> dict[str, Any]:
+    return {} if run.description is None else {"gen_ai.agent.description": run.description}
 
 
 def _model_attributes(call: ModelCall) -> dict[str, Any]:
@@ -145,16 +150,41 @@ def _model_attributes(call: ModelCall) -> dict[str, Any]:
         "gen_ai.response.finish_reasons": [call.finish_reason.lower()] if call.finish_reason else None,
     }
     sent = {k: v for k, v in call.request.items() if k not in OUR_REQUEST_KEYS}
+    definitions = _tool_definitions(call.request.get("tools"))
     return {
         "gen_ai.request.model": call.model, "gen_ai.provider.name": gen_ai_provider_name(call.model or None),
         EVENT: call.event_id,
         **{k: v for k, v in optional.items() if v is not None},
+        **({TOOL_DEFINITIONS: _compact_json(definitions)} if definitions else {}),
         LLM_REQUEST: json.dumps(sent, ensure_ascii=False), LLM_RESPONSE: json.dumps(call.response, ensure_ascii=False),
     }
 
 
+def _tool_definitions(tools: Any) -> list[dict[str, Any]]:
+    """ADK's `gen_ai.tool.definitions` of the request's tools, as its dev server gives them (without content
+    capture: no parameters): a declared function's name, description and type "function"; a built-in
+    tool (google_search, code_execution, ...) its kind as name and type."""
+    definitions: list[dict[str, Any]] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("kind") == "builtin":
+            definitions.append({"name": tool.get("name"), "type": tool.get("name")})
+        else:  # a declaration, or a raw callable ADK describes as a function too
+            definitions.append({"name": tool.get("name"), "description": tool.get("description") or None,
+                                "parameters": None, "type": "function"})
+    return definitions
+
+
+def _compact_json(value: Any) -> str:
+    """JSON as ADK's telemetry writes an attribute that is not a plain value: no spaces, text as is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def _tool_attributes(call: ToolCall) -> dict[str, Any]:
+    kept = {"gen_ai.tool.type": call.tool_type, "gen_ai.tool.description": call.tool_description}
     return {
+        **{k: v for k, v in kept.items() if v is not None},
         "gen_ai.tool.name": call.tool_name, "gen_ai.tool.call.id": call.function_call_id, EVENT: call.event_id,
         "gcp.vertex.agent.tool_call_args": json.dumps(call.args, ensure_ascii=False),
         "gcp.vertex.agent.tool_response": json.dumps(call.result, ensure_ascii=False),

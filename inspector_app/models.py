@@ -48,6 +48,8 @@ class Recorded(models.Model):
 
 class AgentRun(Recorded):
     transferred_from = models.CharField(max_length=255, blank=True, default="")
+    # Empty (null) for runs recorded before it was kept; "" is an agent without one.
+    description = models.TextField(null=True, blank=True, help_text="The agent's description, as ADK's trace gives it.")
 
     class Meta:
         indexes = [
@@ -97,6 +99,9 @@ class ToolCall(Recorded):
     result = models.JSONField(null=True, blank=True)
     event_id = models.CharField(max_length=255, blank=True, default="", help_text="ADK id of its response (or error) event.")
     call_event_id = models.CharField(max_length=255, blank=True, default="", help_text="ADK id of the event that asked for it.")
+    # As ADK's trace gives them (null for calls recorded before they were kept).
+    tool_type = models.CharField(max_length=255, null=True, blank=True, help_text="The tool's class, e.g. FunctionTool.")
+    tool_description = models.TextField(null=True, blank=True)
 
     class Meta:
         indexes = [

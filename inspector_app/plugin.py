@@ -92,6 +92,7 @@ class _Open:
 @dataclass(eq=False)
 class _AgentRun(_Open):
     transferred_from: str = ""
+    description: str | None = None
 
 
 @dataclass(eq=False)
@@ -111,6 +112,8 @@ class _ToolCall(_Open):
     args: Any = None
     result: Any = None
     call_event_id: str = ""
+    tool_type: str | None = None  # what ADK's trace names the tool's kind: its class
+    tool_description: str | None = None
 
 
 @dataclass
@@ -191,7 +194,7 @@ class RecorderPlugin(BasePlugin):
 
     async def _store_agent(self, inv: _Invocation, run: _AgentRun) -> None:
         await self._write(inv, lambda: services.agent_run_record(
-            span=self._span(inv, run), transferred_from=run.transferred_from))
+            span=self._span(inv, run), transferred_from=run.transferred_from, description=run.description))
 
     async def _store_model_call(self, inv: _Invocation, call: _ModelCall, event_id: str = "") -> None:
         if call in inv.model_calls:
@@ -210,7 +213,8 @@ class RecorderPlugin(BasePlugin):
         inv.tools.pop(tool.function_call_id, None)
         await self._write(inv, lambda: services.tool_call_record(
             span=self._span(inv, tool), tool_name=tool.tool_name, function_call_id=tool.function_call_id,
-            args=tool.args, result=tool.result, event_id=event_id, call_event_id=tool.call_event_id))
+            args=tool.args, result=tool.result, event_id=event_id, call_event_id=tool.call_event_id,
+            tool_type=tool.tool_type, tool_description=tool.tool_description))
 
     def _request(self, call: _ModelCall) -> dict[str, Any]:
         request = payloads.request_json(call.llm_request)
@@ -238,7 +242,7 @@ class RecorderPlugin(BasePlugin):
         branch = callback_context._invocation_context.branch
         inv.agents.append(_AgentRun(
             span_id=_new_span(), parent_span_id=inv.parent_agent(branch=branch or ""), agent_name=agent.name,
-            branch=branch, transferred_from=inv.transfers.pop(agent.name, ""),
+            branch=branch, transferred_from=inv.transfers.pop(agent.name, ""), description=str(agent.description or ""),
         ))
 
     @_safely
@@ -314,6 +318,7 @@ class RecorderPlugin(BasePlugin):
             span_id=_new_span(), parent_span_id=model_span or inv.parent_agent(name=tool_context.agent_name),
             agent_name=tool_context.agent_name, branch=tool_context._invocation_context.branch,
             tool_name=tool.name, function_call_id=call_id, args=payloads.to_json(tool_args), call_event_id=event_id,
+            tool_type=type(tool).__name__, tool_description=str(tool.description or ""),
         )
 
     @_safely

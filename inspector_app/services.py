@@ -60,8 +60,8 @@ class Span:
         }
 
 
-def agent_run_record(*, span: Span, transferred_from: str = "") -> AgentRun:
-    return AgentRun.objects.create(**span.columns(), transferred_from=transferred_from)
+def agent_run_record(*, span: Span, transferred_from: str = "", description: str | None = None) -> AgentRun:
+    return AgentRun.objects.create(**span.columns(), transferred_from=transferred_from, description=description)
 
 
 def model_call_record(
@@ -91,7 +91,7 @@ def model_call_record(
 
 def tool_call_record(
     *, span: Span, tool_name: str, function_call_id: str, args: Any, result: Any,
-    event_id: str = "", call_event_id: str = "",
+    event_id: str = "", call_event_id: str = "", tool_type: str | None = None, tool_description: str | None = None,
 ) -> ToolCall:
     capped = cap({"args": args, "result": result}, max_bytes())
     payload = capped.value if "args" in capped.value else {"args": capped.value, "result": None}
@@ -103,6 +103,8 @@ def tool_call_record(
         result=payload["result"],
         event_id=event_id,
         call_event_id=call_event_id,
+        tool_type=None if tool_type is None else tool_type[:255],
+        tool_description=tool_description,
         truncated=capped.truncated,
         original_bytes=capped.original_bytes,
     )

@@ -13,7 +13,7 @@ from typing import Any, Optional
 from django.http import HttpRequest, JsonResponse
 from google.adk.errors.input_validation_error import InputValidationError
 from google.genai import types
-from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, alias_generators
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, alias_generators
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from google.adk.artifacts.base_artifact_service import ArtifactVersion
 from rest_framework.request import Request
@@ -25,6 +25,8 @@ from sessions_app.session_service import DjangoSessionService
 
 from .artifact_service import DjangoArtifactService
 from .memory_service import DjangoMemoryService
+from .models import USER_PREFIX
+from .naming import FILENAME_PATTERN, MAX_FILENAME_LENGTH
 
 from . import conf
 from .services import ArtifactTooLargeError
@@ -38,7 +40,9 @@ class _CamelModel(BaseModel):
 
 
 class SaveArtifactRequest(_CamelModel):
-    filename: str
+    filename: str = Field(json_schema_extra={"pattern": FILENAME_PATTERN, "maxLength": len(USER_PREFIX) + MAX_FILENAME_LENGTH},
+                          description="Not blank, no control characters, relative (no leading / or drive, no `..`); "
+                                      "`user:` first for a user-scoped artifact.")
     artifact: types.Part
     custom_metadata: Optional[dict[str, Any]] = None
 
@@ -48,7 +52,7 @@ class ArtifactVersionList(RootModel[list[ArtifactVersion]]):
 
 
 class UpdateMemoryRequest(_CamelModel):
-    session_id: str
+    session_id: str = Field(json_schema_extra={"pattern": limits.NON_BLANK_TEXT, "maxLength": limits.MAX_ID_CHARS})
 
 
 def _json(data: Any, status: int = 200) -> JsonResponse:

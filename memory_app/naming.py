@@ -19,6 +19,9 @@ from .models import USER_PREFIX
 MAX_FILENAME_LENGTH = 1024
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Part of `validate_filename`'s rule as a schema's pattern: not blank, no control character.
+# (Paths out of scope, `..` or a leading slash, are refused too, but said in words.)
+FILENAME_PATTERN = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from access.fields import StrictBooleanField, StrictCharField
+from access.fields import NON_BLANK, StrictBooleanField, StrictCharField
 from access.roles import reads
 from sessions_app import selectors
 from sessions_app.apis.schema import ApiError, errors
@@ -106,9 +106,9 @@ class AppListApi(AdkApi):
 class RunInputSerializer(AdkBodySerializer):
     """ADK's `RunAgentRequest`."""
 
-    appName = StrictCharField(source="app_name")
-    userId = StrictCharField(source="user_id")
-    sessionId = StrictCharField(source="session_id")
+    appName = StrictCharField(source="app_name", validators=[NON_BLANK])
+    userId = StrictCharField(source="user_id", validators=[NON_BLANK])
+    sessionId = StrictCharField(source="session_id", validators=[NON_BLANK])
     newMessage = AdkModelField(types.Content, source="new_message", required=False, allow_null=True)
     streaming = StrictBooleanField(default=False)
     stateDelta = serializers.DictField(source="state_delta", required=False, allow_null=True)

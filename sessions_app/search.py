@@ -37,7 +37,8 @@ MAX_FIELD_CHARS = 100_000  # what the index holds of an event (migration 0008)
 SNIPPET_CHARS = 180
 KINDS = ("text", "tool", "state")
 
-_WORD = re.compile(r"[^\W_]+")  # letters and digits: the tokens of FTS5's unicode61 and of our PostgreSQL index
+WORD_CHAR = r"[^\W_]"  # a letter or digit; a query needs one (the schema's pattern for `q`)
+_WORD = re.compile(WORD_CHAR + "+")  # letters and digits: the tokens of FTS5's unicode61 and of our PostgreSQL index
 _TERM = re.compile(r'"(?P<phrase>[^"]*)"(?P<star>\*?)|(?P<word>[^\s"]+)')  # a lone quote is skipped
 _FTS = "sessions_app_event_search"
 _SPACE = re.compile(r"\s+")

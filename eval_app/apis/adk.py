@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.http import JsonResponse, StreamingHttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from google.adk.cli.dev_server import (
     AddSessionToEvalSetRequest,
     CreateEvalSetRequest,
@@ -34,12 +34,12 @@ from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
 from google.adk.evaluation.eval_metrics import EvalMetric
 from google.adk.evaluation.eval_result import EvalCaseResult as AdkEvalCaseResult
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
-from pydantic import BaseModel, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from access.limits import check_id
+from access.limits import MAX_ID_CHARS, NON_BLANK_TEXT, check_id
 from adk_compat import redact_credential_secrets
 from sessions_app import selectors as session_selectors
 from sessions_app.apis.base import AdkApi, BadRequest, validate_adk
@@ -60,6 +60,40 @@ class AdkEvalSetIdList(RootModel[list[str]]):
 
 class AdkRunEvalResultList(RootModel[list[RunEvalResult]]):
     """Schema only: the legacy run route's bare list of results."""
+
+
+# ---- schema only: ADK's request models with the rules this server enforces stated ----------------
+# (the views validate with ADK's own models, then `check_id` and the services' rules).
+
+
+class EvalSetToCreate(AdkEvalSet):
+    """ADK's EvalSet as the create routes read it: only the id counts, a file name (ADK's rule, padding stripped)."""
+
+    eval_set_id: str = Field(pattern=services.ID_PATTERN_PADDED, max_length=MAX_ID_CHARS)
+
+
+class CreateEvalSetBody(CreateEvalSetRequest):
+    eval_set: EvalSetToCreate
+
+
+class AddSessionBody(AddSessionToEvalSetRequest):
+    eval_id: str = Field(pattern=NON_BLANK_TEXT, max_length=MAX_ID_CHARS)
+
+
+def _one_conversation(schema: dict[str, Any]) -> None:
+    """ADK's EvalCase validator: exactly one of `conversation` and `conversation_scenario` (null is none)."""
+    schema["oneOf"] = [
+        {"required": ["conversation"], "properties": {"conversation": {"type": "array"}}},
+        {"required": ["conversationScenario"], "properties": {"conversationScenario": {"type": "object"}}},
+    ]
+
+
+class EvalCaseBody(AdkEvalCase):
+    model_config = ConfigDict(json_schema_extra=_one_conversation)
+
+
+class RunEvalBody(RunEvalRequest):
+    eval_metrics: list[EvalMetric] = Field(min_length=1, description="At least one metric to score the cases by.")
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -122,7 +156,7 @@ class AdkEvalSetListApi(AdkApi):
         """The ids of the agent's eval sets (and of the sets for any agent)."""
         return Response(_adk_json(ListEvalSetsResponse(eval_set_ids=selectors.eval_set_ids_for_app(app_name))))
 
-    @extend_schema(operation_id="adk_eval_set_create", tags=TAGS, request=CreateEvalSetRequest,
+    @extend_schema(operation_id="adk_eval_set_create", tags=TAGS, request=CreateEvalSetBody,
                    responses={200: AdkEvalSet})
     def post(self, request: Request, app_name: str) -> Response:
         """Create an empty eval set; answers it, as ADK does (400 when the id is taken or not a file name)."""
@@ -140,6 +174,8 @@ class AdkEvalSetIdsLegacyApi(AdkApi):
 
 class AdkEvalSetCreateLegacyApi(AdkApi):
     @extend_schema(operation_id="adk_eval_set_create_legacy", tags=TAGS, deprecated=True, request=None,
+                   parameters=[OpenApiParameter("eval_set_id", str, OpenApiParameter.PATH, pattern=services.ID_PATTERN_PADDED,
+                                                description="The new set's id: letters, digits and _.")],
                    responses={200: NULL})
     def post(self, request: Request, app_name: str, eval_set_id: str) -> JsonResponse:
         _create_set(app_name, eval_set_id)
@@ -173,7 +209,7 @@ class AdkEvalCaseApi(AdkApi):
         case = _require_case(_require_set(app_name, eval_set_id), eval_case_id)
         return Response(_adk_json(selectors.adk_eval_case(case)))
 
-    @extend_schema(operation_id="adk_eval_case_update", tags=TAGS, request=AdkEvalCase, responses={200: NULL})
+    @extend_schema(operation_id="adk_eval_case_update", tags=TAGS, request=EvalCaseBody, responses={200: NULL})
     def put(self, request: Request, app_name: str, eval_set_id: str, eval_case_id: str) -> JsonResponse:
         """Replace the case with the body (an ADK EvalCase); its evalId, if any, must be the route's."""
         data = _body(AdkEvalCase, request.data)
@@ -200,7 +236,7 @@ class AdkEvalCaseLegacyApi(AdkEvalCaseApi):
 
 
 class AdkAddSessionApi(AdkApi):
-    @extend_schema(operation_id="adk_eval_add_session", tags=TAGS, request=AddSessionToEvalSetRequest,
+    @extend_schema(operation_id="adk_eval_add_session", tags=TAGS, request=AddSessionBody,
                    responses={200: NULL})
     def post(self, request: Request, app_name: str, eval_set_id: str) -> JsonResponse:
         """Add a stored session to the set as a case: each user turn with the agent's final answer and
@@ -230,7 +266,7 @@ class AdkAddSessionLegacyApi(AdkAddSessionApi):
 class AdkEvalRunApi(AdkApi):
     legacy = False
 
-    @extend_schema(operation_id="adk_eval_run", tags=TAGS, request=RunEvalRequest, responses={200: RunEvalResponse})
+    @extend_schema(operation_id="adk_eval_run", tags=TAGS, request=RunEvalBody, responses={200: RunEvalResponse})
     def post(self, request: Request, app_name: str, eval_set_id: str) -> StreamingHttpResponse:
         """Run the set's cases (all when none are named) on ADK's evaluation engine and answer their
         results, as ADK does, once the run is over. The run is an ordinary adkui run: it shows under

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -36,7 +37,8 @@ class HitSerializer(serializers.Serializer):
 class EventSearchApi(AdkApi):
     class InputSerializer(serializers.Serializer):
         q = serializers.CharField(max_length=search.MAX_QUERY_CHARS, trim_whitespace=True,
-                                  help_text='Words (all must match), "quoted phrases", prefix*.')
+                                  validators=[RegexValidator(search.WORD_CHAR, "Has no word to search for: letters or digits.")],
+                                  help_text='Words (all must match), "quoted phrases", prefix*: at least one letter or digit.')
         user_id = serializers.CharField(required=False, default="", help_text="Only this user's sessions.")
         limit = serializers.IntegerField(min_value=1, max_value=SEARCH_PAGE_MAX, default=20)
         offset = serializers.IntegerField(min_value=0, max_value=1_000_000, default=0)

@@ -120,8 +120,14 @@ def test_the_trace_of_a_chat_has_adks_spans_for_the_same_events(client: Client, 
                 "gcp.vertex.agent.invocation_id", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
                 "gen_ai.response.finish_reasons", "gen_ai.request.model"}
     assert required <= set(model["attributes"]) and required <= set(their_model["attributes"])
-    same = ("gen_ai.usage.input_tokens", "gen_ai.response.finish_reasons", "gen_ai.provider.name")  # the last: #29
+    same = ("gen_ai.usage.input_tokens", "gen_ai.response.finish_reasons", "gen_ai.provider.name",
+            "gen_ai.tool.definitions")  # the last two: #29
     assert {k: model["attributes"][k] for k in same} == {k: their_model["attributes"][k] for k in same}
+    # The GenAI attributes ADK 2.13 gives its agent and tool spans (#29), value for value.
+    for name, keys in (("invoke_agent trip_planner", ("gen_ai.agent.description",)),
+                       ("execute_tool plan_trip", ("gen_ai.tool.description", "gen_ai.tool.type", "gen_ai.tool.name"))):
+        ours, theirs = (next(s["attributes"] for s in spans if s["name"] == name) for spans in (mine, adks))
+        assert {k: ours[k] for k in keys} == {k: theirs[k] for k in keys}, name
     # What adk-web shows as the event's Request and Response.
     assert "Please plan a trip to Kyoto" in model["attributes"]["gcp.vertex.agent.llm_request"]
     assert "plan_trip" in model["attributes"]["gcp.vertex.agent.llm_response"]

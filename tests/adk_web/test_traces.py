@@ -70,3 +70,30 @@ def test_a_failed_call_names_its_error_type(client: Client) -> None:
                                event_id="ev-1", request={}, response={})
     [model] = [s for s in trace(client) if s["span_id"] == "m1"]
     assert model["attributes"]["error.type"] == "RuntimeError"
+
+
+def test_genai_attributes_come_from_what_was_recorded_and_are_left_out_where_nothing_was(client: Client) -> None:
+    """ADK 2.13's agent, model and tool span attributes (#29); rows recorded before they were kept omit them."""
+    services.agent_run_record(span=span("a1", "", 1000.0, 10.0), description="")
+    services.agent_run_record(span=span("a0", "", 999.0, 1.0, agent="older"))
+    tools = [{"name": "plan_trip", "kind": "function", "description": "Plan it.", "parameters": {"type": "object"}},
+             {"name": "google_search", "kind": "builtin", "spec": {}}]
+    services.model_call_record(span=span("m1", "a1", 1000.001, 1.0), event_id="ev-1",
+                               request={"model": "m", "tools": tools}, response={})
+    services.model_call_record(span=span("m2", "a1", 1000.003, 1.0), event_id="ev-2", request={"model": "m"},
+                               response={})
+    services.tool_call_record(span=span("t1", "a1", 1000.002, 1.0), tool_name="plan_trip", function_call_id="fc-1",
+                              args={}, result={}, event_id="ev-3", tool_type="FunctionTool", tool_description="Plan it.")
+    services.tool_call_record(span=span("t0", "a0", 999.5, 1.0), tool_name="old", function_call_id="fc-0",
+                              args={}, result={}, event_id="ev-0")
+    spans = {s["span_id"]: s["attributes"] for s in trace(client)}
+    assert spans["a1"]["gen_ai.agent.description"] == "" and "gen_ai.agent.description" not in spans["a0"]
+    assert json.loads(spans["m1"]["gen_ai.tool.definitions"]) == [
+        {"name": "plan_trip", "description": "Plan it.", "parameters": None, "type": "function"},
+        {"name": "google_search", "type": "google_search"}]
+    assert " " not in spans["m1"]["gen_ai.tool.definitions"].replace("Plan it.", "")  # ADK's compact JSON
+    assert "gen_ai.tool.definitions" not in spans["m2"]  # no tools: ADK sets none
+    assert (spans["t1"]["gen_ai.tool.type"], spans["t1"]["gen_ai.tool.description"]) == ("FunctionTool", "Plan it.")
+    assert "gen_ai.tool.type" not in spans["t0"] and "gen_ai.tool.description" not in spans["t0"]
+    by_event = client.get("/api/dev/apps/trip_planner/debug/trace/ev-3").json()
+    assert by_event["gen_ai.tool.type"] == "FunctionTool"
