@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -49,29 +49,26 @@ _RESPONSES = {
     413: OpenApiResponse(description="Over ADKUI_OTLP_MAX_BYTES (compressed or not)."),
     415: OpenApiResponse(description="Neither application/x-protobuf nor application/json, or not gzip."),
 }
+_REQUEST = {"application/x-protobuf": bytes, "application/json": dict}
 
 
+@extend_schema_view(post=extend_schema(
+    operation_id="otlp_traces", tags=["otlp"], request=_REQUEST, responses=_RESPONSES,
+    description="OTLP/HTTP traces: ADK's spans, placed beside the sessions they name (`gen_ai.conversation.id`).",
+))
 class OtlpTracesApi(_OtlpApi):
     kind = "traces"
-
-    @extend_schema(operation_id="otlp_traces", tags=["otlp"], request={"application/x-protobuf": bytes,
-                   "application/json": dict}, responses=_RESPONSES)
-    def post(self, request: Request) -> HttpResponse | Response:
-        """OTLP/HTTP traces: ADK's spans, placed beside the sessions they name (`gen_ai.conversation.id`)."""
-        return super().post(request)
 
     def ingest(self, body: bytes, content_type: str, encoding: str) -> None:
         otlp_ingest.spans_ingest(spans=otlp.traces(body, content_type, encoding))
 
 
+@extend_schema_view(post=extend_schema(
+    operation_id="otlp_logs", tags=["otlp"], request=_REQUEST, responses=_RESPONSES,
+    description="OTLP/HTTP logs: the message content ADK logs as events joins its model call.",
+))
 class OtlpLogsApi(_OtlpApi):
     kind = "logs"
-
-    @extend_schema(operation_id="otlp_logs", tags=["otlp"], request={"application/x-protobuf": bytes,
-                   "application/json": dict}, responses=_RESPONSES)
-    def post(self, request: Request) -> HttpResponse | Response:
-        """OTLP/HTTP logs: the message content ADK logs as events joins its model call."""
-        return super().post(request)
 
     def ingest(self, body: bytes, content_type: str, encoding: str) -> None:
         otlp_ingest.logs_ingest(records=otlp.logs(body, content_type, encoding))
