@@ -303,9 +303,11 @@ def _rebuild_events(session: Session, waiting: list[TraceSpan], rows: list[Trace
             events.append(_model_event(row, invocation))
         elif row.operation == "execute_tool":
             events.append(_tool_event(row, invocation))
-    stored = set(session.events.values_list("event_id", flat=True))
+    events = [e for e in events if e is not None]
+    # Only the candidates' ids: a long session's every id would be read per batch.
+    stored = set(session.events.filter(event_id__in=[e["id"] for e in events]).values_list("event_id", flat=True))
     calls = _open_calls(session, {invocations.get(r.span_id, "") for r in waiting})
-    events = sorted((e for e in events if e is not None and e["id"] not in stored), key=lambda e: e["timestamp"])
+    events = sorted((e for e in events if e["id"] not in stored), key=lambda e: e["timestamp"])
     for data in events:  # all paired first: a call may take the id of a response that comes after it
         calls.pair(data)
     for data in events:
