@@ -143,6 +143,8 @@ class Session(models.Model):
             models.Index(fields=["app", "update_time"], name="session_app_update"),
             # One user's sessions in ADK's list order: a keyset page reads its rows, not the user's all.
             models.Index(fields=["app", "user_id", "update_time", "session_id"], name="session_user_update"),
+            # An ADK id alone, as OTLP spans name a session (gen_ai.conversation.id): no scan per trace.
+            models.Index(fields=["session_id"], name="session_adk_id"),
         ]
 
     def __str__(self) -> str:
