@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from google.adk.events.event import Event
 from google.genai import types
@@ -96,16 +95,6 @@ async def test_new_sessions_appear_in_the_app_stream(service, adk_session):
     html = await comm.receive_from(timeout=5)
     assert "afterbegin:#session-rows" in html and "brand-new" in html
     await comm.disconnect()
-
-
-@pytest.fixture
-def own_layer(settings):
-    # The in-process layer, of this test's own: on a Redis shared by the xdist
-    # workers, this session's group name is another worker's session's too.
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
 
 
 async def test_a_viewer_whose_socket_closed_under_a_push_stops_counting_as_a_viewer(own_layer, service, adk_session):

@@ -14,15 +14,7 @@ from sessions_app.relay import GRACE_SECONDS, Seen
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def in_memory(settings):
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
-
-
-def test_a_relayed_broadcast_leaves_a_notice_naming_the_call(in_memory, service):
+def test_a_relayed_broadcast_leaves_a_notice_naming_the_call(own_layer, service):
     service.create_session_sync(app_name="relay_app", user_id="u", session_id="s")
     notice = Notice.objects.get()
     assert notice.origin == relay.ORIGIN
@@ -32,14 +24,14 @@ def test_a_relayed_broadcast_leaves_a_notice_naming_the_call(in_memory, service)
     assert relay._decode(notice.kwargs)["session"].session_id == "s"
 
 
-def test_a_rolled_back_change_leaves_no_notice(in_memory, service):
+def test_a_rolled_back_change_leaves_no_notice(own_layer, service):
     with pytest.raises(RuntimeError), transaction.atomic():
         service.create_session_sync(app_name="relay_app", user_id="u", session_id="s")
         raise RuntimeError
     assert not Notice.objects.exists()
 
 
-def test_a_notice_whose_row_is_gone_is_skipped(in_memory, service, monkeypatch):
+def test_a_notice_whose_row_is_gone_is_skipped(own_layer, service, monkeypatch):
     service.create_session_sync(app_name="relay_app", user_id="u", session_id="s")
     notice = Notice.objects.get()
     calls = []
@@ -50,7 +42,7 @@ def test_a_notice_whose_row_is_gone_is_skipped(in_memory, service, monkeypatch):
     assert [c["session"].session_id for c in calls] == ["s"]
 
 
-def test_only_marked_broadcasts_are_relayed(in_memory, django_capture_on_commit_callbacks):
+def test_only_marked_broadcasts_are_relayed(own_layer, django_capture_on_commit_callbacks):
     calls = []
     with django_capture_on_commit_callbacks(execute=True):
         relay.on_commit(lambda **kw: calls.append(kw), session=None)
