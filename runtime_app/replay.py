@@ -107,7 +107,7 @@ async def replay_start(*, session: Session) -> Session:
 
 def replay_create(*, session: Session) -> ReplayPlan:
     """The replay session (created) and what to feed it; ReplayError, and nothing written, when it cannot run."""
-    runner = _fresh_runner(session.app.name)
+    runner = fresh_runner(session.app.name)
     turns = user_turns(session)
     if not turns:
         raise ReplayError(f"Session {session.session_id!r} has no user messages to replay.")
@@ -119,7 +119,7 @@ def replay_create(*, session: Session) -> ReplayPlan:
     return ReplayPlan(replay=replay, runner=runner, turns=turns)
 
 
-def _fresh_runner(app_name: str) -> Runner:
+def fresh_runner(app_name: str) -> Runner:
     """A Runner on the agent as its files are now (reloaded, not the cached import);
     a sandbox's (`agent@label`) runs its agent within the sandbox."""
     agent_name = real_app_name(app_name)

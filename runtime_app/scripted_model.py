@@ -74,6 +74,14 @@ ADK's progressive SSE aggregator produces for Gemini. Function calls appear
 only in that final response (a real model may also send them in a fragment,
 which ADK never executes). Without chunks the whole text is one fragment.
 
+Call log
+--------
+``model.calls`` lists the requests the model was actually sent, oldest first
+(the last ``CALL_LOG_SIZE``), each a deep copy taken as it arrived, so a test
+can prove which calls reached the model and which did not (an answer served
+from a record never does). ``model.clear_calls()`` empties it. It observes
+only; selection never reads it.
+
 Usage metadata is estimated as ``len(text) // 4 + 1`` tokens so token counts
 show up downstream. The model is not registered with ``LLMRegistry`` on
 import; call ``register_scripted_model()`` if ``model="scripted"`` strings
@@ -82,6 +90,7 @@ should resolve to an (echoing) ``ScriptedModel``.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncGenerator
 from collections.abc import Callable
 import inspect
@@ -100,6 +109,7 @@ from google.genai import types
 from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
+from pydantic import PrivateAttr
 from pydantic import model_validator
 
 __all__ = [
@@ -110,6 +120,7 @@ __all__ = [
     "ScriptedModel",
     "estimate_tokens",
     "register_scripted_model",
+    "system_instruction_text",
     "to_reply",
     "user_text",
 ]
@@ -125,6 +136,7 @@ _INSTRUCTION_MARKER = "<<<BEGIN_SYSTEM_INSTRUCTION>>>"
 # the user. Taken for the user's message, a memory mentioning a rule's word
 # would fire that rule again after every tool result, without end.
 _MEMORY_MARKER = "<PAST_CONVERSATIONS>"
+CALL_LOG_SIZE = 500
 
 
 class Call(BaseModel):
@@ -316,7 +328,8 @@ def user_text(llm_request: LlmRequest) -> str:
     return "" if index is None else _text_of(llm_request.contents[index])
 
 
-def _system_instruction_text(llm_request: LlmRequest) -> str:
+def system_instruction_text(llm_request: LlmRequest) -> str:
+    """The system instruction of the request as text, or ``""``."""
     instruction = llm_request.config.system_instruction if llm_request.config else None
     if instruction is None:
         return ""
@@ -344,7 +357,7 @@ def _content_size_text(content: types.Content) -> str:
 def _usage_for(
     llm_request: LlmRequest, reply: Reply
 ) -> types.GenerateContentResponseUsageMetadata:
-    prompt_text = _system_instruction_text(llm_request) + "".join(
+    prompt_text = system_instruction_text(llm_request) + "".join(
         _content_size_text(content) for content in llm_request.contents
     )
     reply_content = types.Content(role="model", parts=reply.parts())
@@ -371,6 +384,15 @@ class ScriptedModel(BaseLlm):
     """Checked first, in order, against the latest user message."""
     default: Optional[ReplySource] = None
     """Used when nothing else applies; ``None`` echoes the user message."""
+    _calls: deque[LlmRequest] = PrivateAttr(default_factory=lambda: deque(maxlen=CALL_LOG_SIZE))
+
+    @property
+    def calls(self) -> list[LlmRequest]:
+        """The requests this model was sent, oldest first (see "Call log")."""
+        return list(self._calls)
+
+    def clear_calls(self) -> None:
+        self._calls.clear()
 
     @model_validator(mode="after")
     def _check_examples_reach_their_rule(self) -> ScriptedModel:
@@ -418,6 +440,7 @@ class ScriptedModel(BaseLlm):
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
+        self._calls.append(llm_request.model_copy(deep=True))
         reply = await to_reply(self.select(llm_request), llm_request)
         if reply.is_error:
             # A failed call ends the turn at once, streaming or not.

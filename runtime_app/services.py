@@ -90,9 +90,9 @@ def session_reset(*, session: Session) -> Session:
 
 
 @transaction.atomic
-def session_fork(*, session: Session, seq: int) -> Session:
+def session_fork(*, session: Session, seq: int, app_name: str | None = None) -> Session:
     """A fork (see `sessions_app.services.session_fork`) with the inspector's records
     of the events it copied, so its model calls and tokens show as its events' do."""
-    fork = session_services.session_fork(session=session, seq=seq)
+    fork = session_services.session_fork(session=session, seq=seq, app_name=app_name)
     recordings_copy(source=session, fork=fork, upto_seq=seq)
     return fork

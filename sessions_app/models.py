@@ -107,6 +107,10 @@ class Session(models.Model):
     forked_from = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="forks")
     forked_at_seq = models.PositiveBigIntegerField(null=True, blank=True)
     replay_of = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replays")
+    # An edit-and-continue fork (runtime_app.edit_continue): what was edited, in words (searchable),
+    # and the inspector's model call it edited (its pk: the inspector app depends on this one, not back).
+    edit_label = models.CharField(max_length=1000, blank=True, default="")
+    edited_call_pk = models.BigIntegerField(null=True, blank=True)
     # Health signals, kept up to date by every append (sessions_app.health).
     turn_count = models.PositiveIntegerField(default=0, help_text="User turns (user-authored events with content).")
     error_count = models.PositiveIntegerField(default=0, help_text="Events with an error code or a tool error.")

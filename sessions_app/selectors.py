@@ -432,7 +432,7 @@ def session_browser(
     if user_id:
         sessions = sessions.filter(user_id=user_id)
     if search:
-        sessions = sessions.filter(session_id__icontains=search)
+        sessions = sessions.filter(Q(session_id__icontains=search) | Q(edit_label__icontains=search))
     if needing_attention:
         sessions = sessions.needing_attention()
     return sessions.alias(total_tokens=F("prompt_tokens") + F("output_tokens")).order_by(_nulls_last(order), "-pk")

@@ -27,7 +27,7 @@ from access import limits
 from . import _append_sql, broadcast, health, relay, selectors
 from .keys import SessionKey
 from .models import SCOPE_SESSION, App, Event, Session, SessionSignature, StateChange
-from .scopes import ScopedDelta, json_safe_state, split_delta, split_key
+from .scopes import ScopedDelta, json_safe_state, merge_state, split_delta, split_key
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def state_update_event(state_delta: dict[str, Any]) -> AdkEvent:
     return AdkEvent(invocation_id=invocation_id, author="user", actions=EventActions(state_delta=state_delta))
 
 
-def session_fork(*, session: Session, seq: int) -> Session:
+def session_fork(*, session: Session, seq: int, app_name: str | None = None) -> Session:
     """A new session of the same user that continues this one's history up to event `seq`.
 
     Events 1..seq are copied as stored (ids, authors, invocation ids,
@@ -174,11 +174,17 @@ def session_fork(*, session: Session, seq: int) -> Session:
     old values into state that every other session of the app or user reads
     (the source keeps the full deltas). State the source got without any
     event (an import's corrections) is not carried over.
+
+    `app_name`, a sandbox of the session's agent (`agent@label`, see `sandbox`):
+    the fork lives there, its `app:` and `user:` state its own, starting from
+    the source's as of #seq, so nothing it runs touches the source's scopes.
     """
+    state = selectors.state_as_of(session, 0).session
+    if app_name is not None:
+        shared = selectors.state_as_of(session, seq)
+        state = merge_state(shared.app, shared.user, state)
     with transaction.atomic():
-        fork = session_create(
-            app_name=session.app.name, user_id=session.user_id, state=selectors.state_as_of(session, 0).session
-        )
+        fork = session_create(app_name=app_name or session.app.name, user_id=session.user_id, state=state)
         # Sequence numbers run 1, 2, 3… with no gap: the first `seq` events are #1..#seq.
         for _, event in selectors.event_page(session, limit=seq):
             event_append(key=fork.key, event=_session_scope_only(event), push=False)

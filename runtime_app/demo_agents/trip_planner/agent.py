@@ -14,7 +14,7 @@ import re
 from google.adk.agents import LlmAgent
 from google.adk.tools import ToolContext
 
-from runtime_app.scripted_model import Call, Reply, Rule, ScriptedModel, user_text
+from runtime_app.scripted_model import Call, Reply, Rule, ScriptedModel, system_instruction_text, user_text
 
 WEATHER = {"paris": "sunny, 21°C", "lisbon": "windy, 18°C", "oslo": "snow, -3°C", "kyoto": "rain, 12°C"}
 
@@ -38,6 +38,9 @@ def get_weather(city: str) -> dict:
     return {"status": "ok", "city": city, "forecast": forecast}
 
 
+HANDOFF_RULE = "hand weather questions to weather_expert"
+
+
 def _city(llm_request) -> str:
     match = re.search(r"\b(?:to|in|for)\s+([A-Z][a-z]+)", user_text(llm_request))
     return match.group(1) if match else "Paris"
@@ -45,6 +48,15 @@ def _city(llm_request) -> str:
 
 def _plan_call(llm_request) -> Reply:
     return Reply(function_calls=[Call("plan_trip", {"city": _city(llm_request)})])
+
+
+def _weather_decision(llm_request) -> Reply:
+    """Hand a weather question to weather_expert when the instruction says so, as a real model
+    follows its instruction; not told to, plan a trip to the city instead (edit the instruction
+    in "Edit and continue" to see the other path)."""
+    if HANDOFF_RULE in system_instruction_text(llm_request):
+        return Reply(function_calls=[Call("transfer_to_agent", {"agent_name": "weather_expert"})])
+    return _plan_call(llm_request)
 
 
 def _weather_call(llm_request) -> Reply:
@@ -99,10 +111,10 @@ root_agent = LlmAgent(
     model=_model(
         ScriptedModel(
             rules=[
-                Rule(pattern="weather", replies=[Reply(function_calls=[Call("transfer_to_agent", {"agent_name": "weather_expert"})])],
+                Rule(pattern="weather", replies=[_weather_decision, Reply(text="Done! Your trip is planned.")],
                      examples={"What is the weather in Lisbon?": "hands the question to weather_expert, which calls get_weather",
                                "And the weather in Atlantis?": "hands the question to weather_expert; Atlantis has no weather station: a tool error"},
-                     description="hands the question to weather_expert"),
+                     description="hands the question to weather_expert (plans a trip instead when its instruction does not say to)"),
                 Rule(
                     pattern=re.compile(r"\b(trip|plan|go)\b", re.I),
                     replies=[_plan_call, Reply(text="Done! Your trip is planned.", chunks=["Done! ", "Your trip ", "is planned."])],
@@ -118,7 +130,7 @@ root_agent = LlmAgent(
     ),
     instruction=(
         "You plan trips for {user:name?}. Their last destination was {user:last_destination?}; "
-        "the current one is {destination?}. Use plan_trip, and hand weather questions to weather_expert."
+        f"the current one is {{destination?}}. Use plan_trip, and {HANDOFF_RULE}."
     ),
     tools=[plan_trip],
     sub_agents=[weather_expert],
