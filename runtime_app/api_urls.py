@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from sessions_app.api_urls import SESSION
 
-from . import apis
+from . import apis, edit_apis
 
 app_name = "runtime_api"
 DEV_APP = "dev/apps/<str:app_name>"
@@ -32,6 +32,8 @@ urlpatterns = [
     path(DEV_APP + "/deploy/<str:target>", apis.AgentEditingOffWriteApi.as_view(), name="deploy"),
     # Not in ADK's server:
     path(SESSION + "/stop", apis.RunStopApi.as_view(), name="session-stop"),
+    path("dev/model-calls/<int:pk>/continue", edit_apis.ModelCallContinueApi.as_view(), name="model-call-continue"),
+    path("dev/" + SESSION + "/model-calls", edit_apis.ModelCallListApi.as_view(), name="model-call-list"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", apis.ApiDocsView.as_view(url_name="runtime_api:schema"), name="docs"),
 ]

@@ -44,13 +44,14 @@ from google.adk.sessions.state import State
 from google.genai import types
 
 from inspector_app.models import ModelCall, ToolCall
-from sessions_app import selectors
+from sessions_app import health, selectors
 from sessions_app import services as session_services
 from sessions_app.models import Event, Session
 from sessions_app.sandbox import real_app_name, sandbox_app_name
 
 from . import broadcast, runs
-from .replay import fresh_runner
+from .replay import fresh_runner, turns_of
+from .replay_diff import TurnDiff, compare
 from .services import session_fork
 
 logger = logging.getLogger(__name__)
@@ -357,3 +358,62 @@ def parse_json_field(name: str, text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise EditError(name, f"is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+
+
+# ---- comparing ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallTotals:
+    """The model calls of one side's edited turn: how many reached a model, their tokens and cost."""
+
+    calls: int
+    prompt_tokens: int
+    output_tokens: int
+    cost_usd: float | None  # None: no call of a priced model
+
+
+def call_totals(session: Session, invocation_ids: list[str]) -> CallTotals:
+    prices = health.model_prices()
+    calls = ModelCall.objects.filter(session=session, invocation_id__in=invocation_ids).only(
+        "model", "prompt_tokens", "output_tokens", "cached_tokens")
+    prompt = output = 0
+    cost: float | None = None
+    count = 0
+    for call in calls:
+        count += 1
+        prompt += call.prompt_tokens or 0
+        output += call.output_tokens or 0
+        price = health.price_for(call.model, prices)
+        if price is not None:
+            cost = (cost or 0.0) + health.response_cost(
+                price, prompt=call.prompt_tokens or 0, output=call.output_tokens or 0, cached=call.cached_tokens or 0)
+    return CallTotals(calls=count, prompt_tokens=prompt, output_tokens=output, cost_usd=cost)
+
+
+def comparison(fork: Session) -> dict[str, Any]:
+    """The fork beside its original from the edited turn on, in the replay comparison's terms."""
+    original = fork.forked_from
+    if original is None or fork.edited_call_pk is None:
+        raise EditError("session", f"Session {fork.session_id!r} is not an edit-and-continue fork, or its original was deleted.")
+    running = is_running(fork)  # read before the turns, as the replay comparison does
+    original_turns, _, original_cut = turns_of(original)
+    fork_turns, _, fork_cut = turns_of(fork)
+    edited_turn = sum(1 for t in fork_turns if t.user_seq <= (fork.forked_at_seq or 0)) + 1
+    diffs: list[TurnDiff] = compare(original_turns, fork_turns)[edited_turn - 1: max(len(fork_turns), edited_turn)]
+    edited = ModelCall.objects.filter(pk=fork.edited_call_pk).only("invocation_id").first()
+    fork_invocations = list(Event.objects.filter(session=fork, seq__gt=fork.forked_at_seq or 0).exclude(
+        invocation_id__startswith=selectors.STATE_UPDATE_INVOCATION_PREFIX).values_list("invocation_id", flat=True).distinct())
+    return {
+        "original": original,
+        "replay": fork,
+        "fork": fork,
+        "diffs": diffs,
+        "changed_count": sum(1 for d in diffs if d.changed or d.shared.is_changed),
+        "status": {"running": running},
+        "truncated": original_cut or fork_cut,
+        "shared_counts": True,
+        "replay_label": "fork",
+        "totals_rows": [("original", call_totals(original, [edited.invocation_id] if edited else [])),
+                        ("fork", call_totals(fork, fork_invocations))],
+    }

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import replay_views, views
+from . import edit_views, replay_views, views
 
 app_name = "runtime"
 urlpatterns = [
@@ -23,4 +23,7 @@ urlpatterns = [
     path("sessions/<int:pk>/replay/start/", replay_views.replay_start, name="replay_start"),
     path("sessions/<int:pk>/replay/", replay_views.replay_detail, name="replay_detail"),
     path("sessions/<int:pk>/replay/stop/", replay_views.replay_stop, name="replay_stop"),
+    path("model-calls/<int:pk>/edit/", edit_views.edit_form, name="edit_form"),
+    path("model-calls/<int:pk>/continue/", edit_views.edit_submit, name="edit_submit"),
+    path("sessions/<int:pk>/edited/", edit_views.edit_comparison, name="edit_comparison"),
 ]
