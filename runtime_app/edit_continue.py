@@ -44,6 +44,7 @@ from google.adk.sessions.state import State
 from google.genai import types
 
 from inspector_app.models import ModelCall, ToolCall
+from sessions_app import broadcast as session_broadcast
 from sessions_app import health, selectors
 from sessions_app import services as session_services
 from sessions_app.models import Event, Session
@@ -57,6 +58,7 @@ from .services import session_fork
 logger = logging.getLogger(__name__)
 
 EDIT_LABEL_PREFIX = "edit"
+VIEWER_WAIT = 5.0  # seconds a continued run started from the page waits for the fork's page to connect
 TRANSFER_TOOL = "transfer_to_agent"
 NOT_IN_CONFIG = {"system_instruction", "tools", "http_options"}  # edited as their own fields, or never stored
 REQUEST_FIELDS = ("system_instruction", "contents", "tools", "config")
@@ -257,19 +259,23 @@ async def edit_and_continue(*, model_call: ModelCall, edits: Edits) -> Session:
     """Create the fork and start its run in the background; returns the fork at once.
 
     Must be called on the server's event loop (an async view), which runs the fork.
+    The run waits (up to VIEWER_WAIT seconds) for the fork's page, where the caller
+    is sent, to open its live connection: the point is to watch it run, and an
+    offline run can end before the page connects, leaving it showing "running".
     """
     plan = await sync_to_async(continue_create)(model_call=model_call, edits=edits)
     _running.add(plan.fork.pk)
-    task = asyncio.create_task(continue_run(plan), context=contextvars.Context())
+    task = asyncio.create_task(continue_run(plan, wait_for_viewer=VIEWER_WAIT), context=contextvars.Context())
     _background.add(task)
     task.add_done_callback(_background.discard)
     return plan.fork
 
 
-async def continue_run(plan: ContinuePlan) -> None:
+async def continue_run(plan: ContinuePlan, *, wait_for_viewer: float = 0.0) -> None:
     """Send the invocation's user message again in the fork; errors end as the fork's error event."""
     _running.add(plan.fork.pk)
     try:
+        await _viewer(plan.fork.pk, wait_for_viewer)
         request = runs.RunRequest(key=plan.fork.key, new_message=plan.new_message, state_delta=plan.state_delta)
         run = runs.run_agent(request, runner=plan.runner)
         async for _ in run:
@@ -279,6 +285,14 @@ async def continue_run(plan: ContinuePlan) -> None:
         logger.exception("The continued run of fork %s stopped", plan.fork.pk)
     finally:
         _running.discard(plan.fork.pk)
+
+
+async def _viewer(session_pk: int, timeout: float) -> None:
+    """Return once someone watches the session live, or after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline and not await session_broadcast.watched(session_pk):
+        await asyncio.sleep(0.05)
 
 
 def is_running(fork: Session) -> bool:

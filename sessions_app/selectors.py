@@ -424,11 +424,15 @@ def session_browser(
 ) -> QuerySet[Session]:
     """An app's sessions for the session browser: of one user, ids containing `search`,
     only those whose health signals need attention; with `sandboxes_of` (the app's
-    name), the sessions of its sandboxes (its eval runs') too."""
+    name), the sessions of its sandboxes (its eval runs') too. A search also finds the
+    app's edit-and-continue forks (sandboxed) by their label."""
     sessions = Session.objects.filter(app=app) if app else Session.objects.none()
     if sandboxes_of:
         sandboxed = Session.objects.filter(app__in=sandbox_apps_of(sandboxes_of))
         sessions = (sessions | sandboxed).select_related("app")
+    elif search and app:  # edit-and-continue forks (in sandboxes) are found by what was edited
+        edited = Session.objects.filter(app__in=sandbox_apps_of(app.name), edit_label__icontains=search)
+        sessions = (sessions | edited).select_related("app")
     if user_id:
         sessions = sessions.filter(user_id=user_id)
     if search:
