@@ -21,6 +21,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from access.roles import DELETE, EDIT, VIEW, deletes, login_only, permission_needed, reads
+from inspector_app.models import ModelCall
 from sessions_app.models import Session as SessionRow
 
 from .conftest import DEMO_EVALSET, PASSWORD, SID, USER, World, snapshot
@@ -52,6 +53,9 @@ RULES: dict[str, dict[str, str]] = {
     "runtime:replay_start": {P: EDIT},
     "runtime:replay_detail": {G: VIEW},
     "runtime:replay_stop": {P: EDIT},
+    "runtime:edit_form": {G: VIEW},
+    "runtime:edit_submit": {P: EDIT},
+    "runtime:edit_comparison": {G: VIEW},
     "sessions_app:session_events": {G: VIEW},
     "sessions_app:session_state": {G: VIEW},
     "sessions_app:key_history": {G: VIEW},
@@ -88,6 +92,8 @@ RULES: dict[str, dict[str, str]] = {
     "runtime_api:run": {P: EDIT},
     "runtime_api:run-sse": {P: EDIT},
     "runtime_api:session-stop": {P: EDIT},
+    "runtime_api:model-call-continue": {P: EDIT},
+    "runtime_api:model-call-list": {G: VIEW},
     "runtime_api:schema": {G: VIEW},
     "runtime_api:docs": {G: VIEW},
     "sessions_api:sessions": {G: VIEW, P: EDIT},
@@ -223,6 +229,11 @@ def _pk_page(path: str, attr: str, data: Callable[[World], dict[str, Any]] = lam
     return Probe(lambda w, missing: (path.format(MISSING if missing else getattr(w, attr)), data(w)))
 
 
+def _model_call(w: World) -> int:
+    """A model call of the world's session (refusals come before the view, so any id is refused alike)."""
+    return ModelCall.objects.filter(session_id=w.pk).values_list("pk", flat=True).first() or MISSING
+
+
 def _upload() -> SimpleUploadedFile:
     return SimpleUploadedFile("note.txt", b"hello", content_type="text/plain")
 
@@ -277,6 +288,9 @@ PROBES: dict[tuple[str, str], Probe] = {
     ("runtime:session_reset", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/reset/", {})),
     ("runtime:replay_start", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/replay/start/", {})),
     ("runtime:replay_stop", P): Probe(lambda w, missing: (f"/sessions/{MISSING if missing else w.pk}/replay/stop/", {})),
+    ("runtime:edit_submit", P): Probe(lambda w, missing: (f"/model-calls/{MISSING if missing else _model_call(w)}/continue/", {})),
+    ("runtime_api:model-call-continue", P): Probe(lambda w, missing: (
+        f"/api/dev/model-calls/{MISSING if missing else _model_call(w)}/continue", {}), api=True),
     # No agent has an `adk web` store here: an allowed start is answered 400, an allowed stop does nothing.
     ("runtime:local_import_start", P): Probe(lambda w, missing: ("/imports/local/start/", {"app": w.app})),
     ("runtime:local_import_stop", P): Probe(lambda w, missing: ("/imports/local/stop/", {"app": w.app})),
