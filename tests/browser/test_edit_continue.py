@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from eval_app.models import EvalCase
 from inspector_app.models import ModelCall
 from runtime_app import agents
 from runtime_app.demo import DEMO_APP
@@ -87,3 +88,13 @@ def test_an_edited_handoff_instruction_continues_in_a_fork_that_takes_another_pa
     assert _state(fork).user["trips_planned"] == original_state.user["trips_planned"] + 1
     page.goto(f"{live_server.url}/apps/{DEMO_APP}/?q=system+instruction")
     expect(page.locator(f'a[href="/sessions/{fork.pk}/"]').first).to_be_visible()
+
+    # An ordinary session: its page adds it as an eval case of the agent, with the continued turn.
+    page.goto(f"{live_server.url}/sessions/{fork.pk}/")
+    form = page.locator("form.add-to-eval-set").first
+    form.locator("input[name=new_eval_set_id]").fill("what_if")
+    form.locator("input[name=eval_id]").fill("weather_planned_instead")
+    form.get_by_role("button", name="Add").click()
+    expect(page.locator(".add-to-eval-set.done")).to_contain_text("Added case")
+    case = EvalCase.objects.get(eval_set__app_name=DEMO_APP, eval_id="weather_planned_instead")
+    assert "plan_trip" in str(case.data) and "transfer_to_agent" not in str(case.data)

@@ -41,6 +41,9 @@ def test_the_api_continues_an_edited_call_and_answers_with_the_fork(client, hand
              if "functionCall" in p]
     assert calls == ["plan_trip"]
     assert body["comparisonUrl"].endswith(f"/sessions/{fork.pk}/edited/")
+    # Exported as any session is, through ADK's own route, under its sandbox app.
+    exported = client.get(f"/api/apps/{body['appName']}/users/{body['userId']}/sessions/{body['sessionId']}").json()
+    assert exported["state"]["app:season"] == "winter" and len(exported["events"]) == Event.objects.filter(session=fork).count()
 
 
 @pytest.mark.parametrize(("body", "field"), [
