@@ -51,7 +51,7 @@ from sessions_app.models import Event, Session
 from sessions_app.sandbox import real_app_name, sandbox_app_name
 
 from . import broadcast, runs
-from .replay import fresh_runner, turns_of
+from .replay import ReplayError, fresh_runner, turns_of
 from .replay_diff import TurnDiff, compare
 from .services import session_fork
 
@@ -226,7 +226,10 @@ def continue_create(*, model_call: ModelCall, edits: Edits) -> ContinuePlan:
     )
     session = model_call.session
     sandbox = sandbox_app_name(real_app_name(session.app.name), f"{EDIT_LABEL_PREFIX}-{uuid.uuid4().hex[:12]}")
-    runner = fresh_runner(sandbox)
+    try:
+        runner = fresh_runner(sandbox)
+    except ReplayError as exc:  # the agent is gone from the agents folder, or fails to load
+        raise EditError("model_call", str(exc)) from exc
     runner.plugin_manager.plugins.insert(0, plugin)  # first: an answer from the record is no model call to record
     with transaction.atomic():
         fork = session_fork(session=session, seq=start.seq - 1, app_name=sandbox)

@@ -128,3 +128,13 @@ def test_a_model_error_in_the_continued_run_is_its_error_event(demo_session, mon
     [error] = [e for _, e in selectors.event_page(fork, after_seq=fork.forked_at_seq) if e.error_code]
     assert (error.error_code, error.error_message, error.author) == ("RESOURCE_EXHAUSTED", "quota", "trip_planner")
     assert "contents" in fork.edit_label
+
+
+def test_a_call_whose_agent_is_gone_cannot_continue_and_nothing_is_created(demo_session, settings, tmp_path):
+    handoff = _weather_invocation_calls(demo_session)[0]
+    settings.ADKUI_AGENTS_DIR = str(tmp_path)  # an agents folder without the trip planner
+    sessions = Session.objects.count()
+    with pytest.raises(EditError) as gone:
+        edit_continue.continue_create(model_call=handoff, edits=Edits())
+    assert gone.value.field == "model_call" and "trip_planner" in gone.value.message
+    assert Session.objects.count() == sessions
