@@ -138,3 +138,16 @@ def test_a_call_whose_agent_is_gone_cannot_continue_and_nothing_is_created(demo_
         edit_continue.continue_create(model_call=handoff, edits=Edits())
     assert gone.value.field == "model_call" and "trip_planner" in gone.value.message
     assert Session.objects.count() == sessions
+
+
+def test_a_record_todays_code_no_longer_follows_stops_with_an_error_event(demo_session):
+    calls = _weather_invocation_calls(demo_session)
+    # As if the record came from older code, whose weather agent had another name.
+    ModelCall.objects.filter(pk=calls[1].pk).update(agent_name="old_weather_agent")
+    _clear_logs()
+
+    fork = _run(calls[2], Edits(config={"temperature": 0.1}))
+
+    [error] = [e for _, e in selectors.event_page(fork, after_seq=fork.forked_at_seq) if e.error_code]
+    assert "old_weather_agent" in error.error_message and "record no longer applies" in error.error_message
+    assert _models()["weather_expert"].calls == []  # nothing was served wrongly, nor sent
