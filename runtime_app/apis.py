@@ -88,7 +88,7 @@ class AppListApi(AdkApi):
         if not _validated(self.InputSerializer, request.query_params)["detailed"]:
             return Response(agents.agent_names())
         detailed = ListAppsResponse(apps=[AppInfo(**app) for app in agents.loader().list_agents_detailed()])
-        return Response(detailed.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return Response(detailed.model_dump(mode="json", by_alias=True))  # with `agents: null`, as ADK's server
 
 
 # ---- runs ----------------------------------------------------------------------
