@@ -28,8 +28,8 @@ APP, NOTES_APP, USER = "trip_planner", "memory_demo", "ann"
 class Generated:
     """The generated package, imported from its temporary folder."""
 
-    def __init__(self, output: str) -> None:
-        self.output = output
+    def __init__(self, folder: Path, output: str) -> None:
+        self.folder, self.output = folder, output
         self.models: Any = importlib.import_module(f"{PACKAGE}.models")
 
     def client(self, url: str, token: str) -> Any:
@@ -56,7 +56,7 @@ def generated(live_server: Any, tmp_path_factory: pytest.TempPathFactory, django
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     sys.path.insert(0, str(folder))
     try:
-        yield Generated(result.stdout + result.stderr if result.returncode else result.stdout)
+        yield Generated(folder / PACKAGE, result.stdout + result.stderr)
     finally:
         sys.path.remove(str(folder))
         for name in [name for name in sys.modules if name == PACKAGE or name.startswith(PACKAGE + ".")]:
@@ -74,7 +74,7 @@ def token(settings: Any) -> str:
 
 def test_the_generator_reads_the_schema_without_a_complaint(generated: Generated) -> None:
     """Every warning (a schema it cannot read, a response it drops, two models of one name) fails the run."""
-    assert generated.output.split() == ["Generating", str(Path(sys.path[0]) / PACKAGE)], generated.output
+    assert generated.output.split() == ["Generating", str(generated.folder)], generated.output
 
 
 def test_the_generated_client_drives_the_adk_flow(generated: Generated, live_server: Any, token: str) -> None:
