@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from access import limits
-from sessions_app.apis.schema import errors
+from sessions_app.apis.schema import NULL, errors
 from sessions_app.session_service import DjangoSessionService
 
 from .artifact_service import DjangoArtifactService
@@ -161,7 +161,7 @@ class ArtifactDetailApi(_Api):
             return _detail("Invalid version", 422)
         return _load(app_name, user_id, session_id, artifact_name, version)
 
-    @extend_schema(operation_id="artifact_delete", tags=["artifacts"], responses={200: None})
+    @extend_schema(operation_id="artifact_delete", tags=["artifacts"], responses={200: NULL})
     def delete(self, request: Request, app_name: str, user_id: str, session_id: str, artifact_name: str) -> JsonResponse:
         DjangoArtifactService().delete_artifact_sync(
             app_name=app_name, user_id=user_id, session_id=session_id, filename=artifact_name
@@ -230,7 +230,7 @@ class ArtifactVersionMetadataApi(_Api):
 class MemoryUpdateApi(_Api):
     """PATCH: add a stored session to the user's memory (idempotent)."""
 
-    @extend_schema(operation_id="memory_update", tags=["memory"], request=UpdateMemoryRequest, responses={200: None})
+    @extend_schema(operation_id="memory_update", tags=["memory"], request=UpdateMemoryRequest, responses={200: NULL})
     def patch(self, request: Request, app_name: str, user_id: str) -> JsonResponse:
         try:
             body = UpdateMemoryRequest.model_validate_json(request._request.body or b"{}")

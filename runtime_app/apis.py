@@ -17,7 +17,7 @@ from google.adk.agents.base_agent import BaseAgent
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.apps.app import App as AdkApp
 from google.adk.cli.agent_graph import get_agent_graph
-from google.adk.cli.api_server import AppInfo
+from google.adk.cli.api_server import AppInfo, ListAppsResponse
 from google.adk.cli.dev_server import GetEventGraphResult, TelemetryConsentRequest
 from google.adk.cli.utils.graph_serialization import serialize_app_info
 from google.adk.cli.utils.graph_visualization import plot_workflow_graph
@@ -71,32 +71,24 @@ def _require_agent(app_name: str) -> None:
 # ---- apps ----------------------------------------------------------------------
 
 
+class AppList(RootModel[list[str] | ListAppsResponse]):
+    """Schema only: ADK's answer, its app names or, when detailed, `{apps: [...]}`."""
+
+
 class AppListApi(AdkApi):
     class InputSerializer(serializers.Serializer):
         detailed = serializers.BooleanField(default=False)
 
-    @extend_schema_serializer(component_name="AppInfo")
-    class OutputSerializer(serializers.Serializer):
-        name = serializers.CharField()
-        rootAgentName = serializers.CharField()
-        description = serializers.CharField()
-        language = serializers.CharField()
-        isComputerUse = serializers.BooleanField()
-
     @extend_schema(
         operation_id="app_list", tags=["apps"], parameters=[InputSerializer],
-        responses={200: OpenApiResponse(OpenApiTypes.ANY, description="App names, or `{apps: [...]}` when detailed.")},
+        responses={200: OpenApiResponse(AppList, description="App names, or `{apps: [...]}` when detailed.")},
     )
     def get(self, request: Request) -> Response:
         """Names of the agents in the agents directory, as `adk api_server` lists them."""
         if not _validated(self.InputSerializer, request.query_params)["detailed"]:
             return Response(agents.agent_names())
-        apps = [
-            {"name": a["name"], "rootAgentName": a["root_agent_name"], "description": a["description"],
-             "language": a["language"], "isComputerUse": a["is_computer_use"]}
-            for a in agents.loader().list_agents_detailed()
-        ]
-        return Response({"apps": self.OutputSerializer(apps, many=True).data})
+        detailed = ListAppsResponse(apps=[AppInfo(**app) for app in agents.loader().list_agents_detailed()])
+        return Response(detailed.model_dump(mode="json", by_alias=True))  # with `agents: null`, as ADK's server
 
 
 # ---- runs ----------------------------------------------------------------------

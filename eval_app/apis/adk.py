@@ -43,6 +43,7 @@ from access.limits import MAX_ID_CHARS, NON_BLANK_TEXT, check_id
 from adk_compat import redact_credential_secrets
 from sessions_app import selectors as session_selectors
 from sessions_app.apis.base import AdkApi, BadRequest, validate_adk
+from sessions_app.apis.schema import NULL
 from sessions_app.runtime import agent_names
 
 from .. import metrics, selectors, services
@@ -81,11 +82,14 @@ class AddSessionBody(AddSessionToEvalSetRequest):
 
 
 def _one_conversation(schema: dict[str, Any]) -> None:
-    """ADK's EvalCase validator: exactly one of `conversation` and `conversation_scenario` (null is none)."""
-    schema["oneOf"] = [
-        {"required": ["conversation"], "properties": {"conversation": {"type": "array"}}},
-        {"required": ["conversationScenario"], "properties": {"conversationScenario": {"type": "object"}}},
-    ]
+    """ADK's EvalCase validator: exactly one of `conversation` and `conversation_scenario` (null is none).
+
+    Said as "not both and not neither" rather than as a oneOf of two partial objects: a client generator
+    reads a oneOf as a union of those two fragments and loses the case's own fields (openapi-python-client)."""
+    both = {"required": ["conversation", "conversationScenario"],
+            "properties": {"conversation": {"type": "array"}, "conversationScenario": {"type": "object"}}}
+    neither = {"properties": {"conversation": {"type": "null"}, "conversationScenario": {"type": "null"}}}
+    schema["not"] = {"anyOf": [both, neither]}
 
 
 class EvalCaseBody(AdkEvalCase):
@@ -97,7 +101,6 @@ class RunEvalBody(RunEvalRequest):
 
 
 M = TypeVar("M", bound=BaseModel)
-NULL = OpenApiResponse({"type": "null"}, description="`null`, as ADK answers.")
 TAGS = ["adk evals"]
 
 

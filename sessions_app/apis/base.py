@@ -9,8 +9,6 @@ from typing import Any, TypeVar
 
 import pydantic
 from django.conf import settings
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -32,7 +30,7 @@ from ..keys import SessionKey
 from ..models import Session
 from ..scopes import UnstorableValueError, split_delta
 from ..session_service import DjangoSessionService
-from .schema import AdkPydanticExtension  # noqa: F401 (drf-spectacular uses it once imported)
+from .schema import AdkModelFieldExtension, AdkPydanticExtension  # noqa: F401 (drf-spectacular uses them once imported)
 
 
 # Sessions ADK's evaluator creates; ADK's server leaves them out of listings.
@@ -196,9 +194,9 @@ class AdkBodySerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-@extend_schema_field(OpenApiTypes.OBJECT)
 class AdkModelField(serializers.Field):
-    """A JSON object validated by an ADK (pydantic) model, with its errors by field path."""
+    """A JSON object validated by an ADK (pydantic) model, with its errors by field path (its schema: that model's,
+    by `AdkModelFieldExtension`)."""
 
     def __init__(self, model: type[pydantic.BaseModel], **kwargs: Any) -> None:
         self.model = model

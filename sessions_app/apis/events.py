@@ -5,6 +5,7 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from google.adk.events.event import Event as AdkEvent
+from pydantic import BaseModel, Field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -32,18 +33,27 @@ def _event_json(seq: int | None, event: AdkEvent) -> dict[str, Any]:
     return {**adk_json(event), "seq": seq}
 
 
+# Schema only (their docstrings are the schema's descriptions): typed, so a generated client reads events, not dicts.
+class StoredEvent(AdkEvent):
+    """An ADK event as stored here, with its place in the session (ADK's model ignores the extra `seq`)."""
+
+    seq: int = Field(description="1, 2, ... in append order, never reused within the session.")
+
+
+class EventPage(BaseModel):
+    """A page of a session's events in append order."""
+
+    events: list[StoredEvent]
+    nextAfterSeq: int | None = Field(description="`after_seq` of the next page; null on the last.")
+    lastSeq: int = Field(description="Sequence number of the newest stored event (0: none).")
+
+
 class EventListApi(AdkApi):
     class InputSerializer(serializers.Serializer):
         after_seq = serializers.IntegerField(min_value=0, default=0)
         limit = serializers.IntegerField(min_value=1, max_value=EVENTS_PAGE_MAX, default=100)
 
-    @extend_schema_serializer(component_name="EventPage")
-    class OutputSerializer(serializers.Serializer):
-        events = serializers.ListField(child=serializers.DictField(), help_text="ADK events, each with its `seq`.")
-        nextAfterSeq = serializers.IntegerField(allow_null=True, help_text="`after_seq` of the next page; null on the last.")
-        lastSeq = serializers.IntegerField(help_text="Sequence number of the newest stored event (0: none).")
-
-    @extend_schema(operation_id="event_list", tags=["events"], parameters=[InputSerializer], responses={200: OutputSerializer})
+    @extend_schema(operation_id="event_list", tags=["events"], parameters=[InputSerializer], responses={200: EventPage})
     def get(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
         """A page of the session's events in append order.
 
@@ -62,14 +72,14 @@ class EventListApi(AdkApi):
             "nextAfterSeq": last_returned if last_returned < row.revision else None,
             "lastSeq": row.revision,
         }
-        return Response(self.OutputSerializer(output).data)
+        return Response(output)
 
 
 class EventCreateApi(AdkApi):
     @extend_schema(
         operation_id="event_create", tags=["events"], request=AdkEvent,
         responses={
-            201: OpenApiResponse(AdkEvent, description="Stored: the event as stored, with its `seq`."),
+            201: OpenApiResponse(StoredEvent, description="Stored: the event as stored, with its `seq`."),
             200: OpenApiResponse(AdkEvent, description="A partial event: accepted, not stored (`seq` null), as in ADK."),
             **errors(409, 413),
         },

@@ -13,6 +13,7 @@ from typing import Any
 
 import google.genai.types
 from drf_spectacular.contrib.pydantic import PydanticExtension
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from drf_spectacular.plumbing import ResolvedComponent
@@ -54,6 +55,8 @@ class _AdkJsonSchema(GenerateJsonSchema):
         json_schema = super().enum_schema(schema)
         if issubclass(schema["cls"], OpenEnum):
             return _open_enum(json_schema, schema["cls"])
+        # The members' own names, for generators: ADK's EvalStatus is 1, 2, 3, 4, which they name VALUE_1...
+        json_schema["x-enum-varnames"] = [member.name for member in schema["members"]]
         return json_schema
 
 
@@ -86,11 +89,30 @@ class AdkPydanticExtension(PydanticExtension):
         schema = model_json_schema(
             self.target, ref_template="#/components/schemas/{model}", mode="serialization", schema_generator=_AdkJsonSchema,
         )
+        _title(schema, component_name(self.target.__module__, self.target.__qualname__))
         for name, sub_schema in schema.pop("$defs", {}).items():
             _describe_open_enum(sub_schema)
+            _title(sub_schema, name)
             component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=sub_schema)
             auto_schema.registry.register_on_missing(component)
         return schema
+
+
+def _title(json_schema: JsonSchemaValue, name: str) -> None:
+    """A model's title is its component name: generators name classes by title (openapi-python-client does), and
+    pydantic's, the bare class name, gave `EvalMetricsInterval` the title `Interval` of google-genai's."""
+    if "title" in json_schema:
+        json_schema["title"] = name
+
+
+class AdkModelFieldExtension(OpenApiSerializerFieldExtension):
+    """A serializer field holding an ADK model is that model's component, not "any object": a generated client
+    then builds a `Content` for a run's `newMessage`, `Event`s for a new session's `events`."""
+
+    target_class = "sessions_app.apis.base.AdkModelField"
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        return auto_schema.resolve_serializer(self.target.model, direction).ref
 
 
 # ---- errors: one shape, and every status an operation can answer -------------------------
@@ -101,8 +123,10 @@ ERROR_SCHEMA: dict[str, Any] = {
     "description": "Every error of the API. ADK's own: `{\"detail\": message}` (a list of pydantic's problems on "
                    "ADK's 422s). Invalid input: `{field: [messages]}`, each key the field at fault as a dotted path "
                    "into the body (`content.parts.0.text`), `non_field_errors` for the body as a whole.",
-    "properties": {"detail": {"anyOf": [{"type": "string"}, {"type": "array"}]}},
-    "additionalProperties": {"type": ["array", "object"]},
+    # Arrays say what they hold: a client generator cannot type an array of nothing in particular.
+    "properties": {"detail": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}},
+    "additionalProperties": {"anyOf": [{"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "object"}]}},
+                                       {"type": "object"}]},
     "minProperties": 1,
 }
 
@@ -125,6 +149,10 @@ ERROR_STATUSES = {
     422: "As ADK's server answers: a path or query value of the wrong type.",
     429: "Too many requests (ADKUI_THROTTLE_ANON / ADKUI_THROTTLE_USER).",
 }
+
+
+# ADK's server answers `null` where it has nothing to say (deletes, memory updates): a JSON body, so documented as one.
+NULL = OpenApiResponse({"type": "null"}, description="`null`, as ADK answers.")
 
 
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:

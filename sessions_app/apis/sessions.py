@@ -5,6 +5,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.http import JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -261,11 +262,11 @@ class SessionUpdateApi(AdkApi):
 class SessionDeleteApi(AdkApi):
     @extend_schema(
         operation_id="session_delete", tags=["sessions"],
-        responses={200: OpenApiResponse(description="Deleted; the body is `null`, as from ADK's server.")},
+        responses={200: OpenApiResponse({"type": "null"}, description="Deleted; the body is `null`, as from ADK's server.")},
     )
-    def delete(self, request: Request, app_name: str, user_id: str, session_id: str) -> Response:
+    def delete(self, request: Request, app_name: str, user_id: str, session_id: str) -> JsonResponse:
         """Delete the session and its events; `app:` and `user:` state stay."""
         key = SessionKey(app_name, user_id, session_id)
         _require_session(key)
         services.session_delete(key=key)
-        return Response(None)
+        return JsonResponse(None, safe=False)  # JSON `null`, as ADK's server sends (DRF's Response(None) is empty)

@@ -76,6 +76,10 @@ def _chat(both: Both) -> tuple[str, str, list[dict[str, Any]], list[dict[str, An
 def test_the_app_routes_answer_what_adks_answer(client: Client, adk: TestClient) -> None:
     both = Both(client, adk)
     assert both.same("GET", "/list-apps?relative_path=./")[0] == ["memory_demo", "trip_planner"]
+    mine, adks = both.same("GET", "/list-apps?detailed=true")
+    assert mine == adks
+    both.same("POST", f"/apps/{APP}/users/{USER}/sessions", {"sessionId": "gone"})
+    assert both.same("DELETE", f"/apps/{APP}/users/{USER}/sessions/gone") == (None, None)  # JSON null, both
     mine, adks = both.same("GET", "/version")
     assert mine == adks
     assert both.same("GET", "/health")[0] == {"status": "ok"}

@@ -61,7 +61,7 @@ def test_a_case_id_added_from_a_session_is_stated_non_blank(client, openapi) -> 
 
 def test_an_eval_case_is_stated_to_have_exactly_one_conversation_kind(openapi) -> None:
     case = component(openapi, "/api/dev/apps/{app_name}/eval-sets/{eval_set_id}/eval-cases/{eval_case_id}", "put")
-    assert len(case["oneOf"]) == 2
+    assert case["not"]  # neither both nor none; the case's own fields stay one object for client generators
     shape = {**case, "components": openapi["components"]}
     assert allows(shape, {"evalId": "c", "conversation": []})
     assert allows(shape, {"evalId": "c", "conversation": None, "conversationScenario": {"startingPrompt": "hi",

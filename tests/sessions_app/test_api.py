@@ -111,7 +111,8 @@ def test_it_creates_lists_gets_and_deletes_sessions_in_adks_shape(client):
     assert {s["id"] for s in listed} >= {"s1"} and all(s["events"] == [] for s in listed)
     assert client.get(f"{SESSIONS}/s1").json()["state"] == {"mood": "ok", "app:theme": "dark"}
 
-    assert client.delete(f"{SESSIONS}/s1").status_code == 200
+    deleted = client.delete(f"{SESSIONS}/s1")
+    assert deleted.status_code == 200 and deleted.json() is None and deleted.content == b"null"  # as ADK's server
     missing = client.get(f"{SESSIONS}/s1")
     assert missing.status_code == 404 and "s1" in missing.json()["detail"]
 
