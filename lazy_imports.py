@@ -22,8 +22,11 @@ which no check and no command needs. So:
   import (the first request, and the tests, do); and their check that a class
   was passed without `.as_view()` cannot fail, since classes are always made
   into views with it.
-- A template tag library reads the modules built on ADK through `on_first_use`
-  (eval_app's tags: ADK's eval metrics), when a template first uses a filter.
+- A module imported at start-up reads a module built on ADK through
+  `on_first_use`, when it first needs it: eval_app's template tags (ADK's eval
+  metrics: Django imports every tag library wherever it checks or renders a
+  template), the home page's import jobs (ADK's SQL session services and
+  SQLAlchemy, for an import the user starts).
 """
 from __future__ import annotations
 
@@ -165,6 +168,5 @@ class OnFirstUse:
 
 
 def on_first_use(module: str) -> Any:
-    """`module`, imported when first read: for template tag libraries, which every process that
-    checks or renders a template imports, whatever pages it shows."""
+    """`module`, imported when one of its names is first read (see this module's docstring for where)."""
     return OnFirstUse(module)
