@@ -8,21 +8,26 @@ machine changes less), in the dev configuration `manage.py up` serves (DEBUG
 and local dev on) on a throwaway SQLite file that is migrated once beforehand:
 
 - `django.setup()` alone (what every process pays: workers, scripts, shells);
-- `manage.py check` (imports the URLconf, hence every view) and `manage.py help`;
+- `import adkui.asgi`: what the server loads before it serves (the URLconf and
+  every view and API it names, ADK's core with them; see lazy_imports.py);
+- `manage.py check` (imports the URLconf, which names the views without
+  importing them, and every template tag library) and `manage.py help`;
 - `manage.py up 0.0.0.0:8999`: until it exits with its refusal (local dev serves
   only on localhost);
 - `manage.py db_worker`: until it logs "Starting worker", as the Procfile runs it
   (checks on; no autoreloader, as with DEBUG off) and as `manage.py up` does
   (`--skip-checks`: up has just run them);
-- `manage.py up --no-demo PORT`: from the spawn to the first 200 on `/`, from
-  the server's start (its "Starting ASGI/Daphne" line, after the checks and
-  migrations) to that 200, how long that first request itself took (then the
-  second, for comparison); the server and its task worker are stopped with
-  SIGTERM after each run;
-- `python -X importtime`: the modules that cost most when a process imports the
-  URLconf, as `manage.py check` and the ASGI server do (Python does not time
-  modules imported by `importlib.import_module`, such as each app's urls: their
-  imports are listed as the program's).
+- `manage.py up --no-demo PORT`: from the spawn to the first 200 on `/` (with
+  the CPU seconds the server's process had used by then; its task worker runs
+  beside it), from the server's start (its "Starting ASGI/Daphne" line, after
+  the checks and migrations, before it imports the ASGI application and the
+  views) to that 200, how long that first request itself took (then the second,
+  for comparison); the server and its task worker are stopped with SIGTERM
+  after each run;
+- `python -X importtime`: the modules that cost most when the server imports
+  its application, views included (Python does not time modules imported by
+  `importlib.import_module`, such as each app's urls and views: their imports
+  are listed as the program's).
 
 The load average is printed: the wall times are only comparable at a like load.
 """
@@ -57,7 +62,7 @@ ENV = {
     "ADKUI_LOCAL_DEV": "1",
 }
 SETUP = "import django; django.setup()"
-URLCONF = SETUP + "; from django.urls import get_resolver; get_resolver().url_patterns"
+ASGI = "import adkui.asgi"
 SERVER_TIMEOUT = 120.0
 
 
@@ -137,8 +142,15 @@ def _get(port: int, path: str = "/") -> tuple[int, float]:
         conn.close()
 
 
-def serve_once() -> tuple[float, float, float, float]:
-    """(spawn → first 200 on /, server start → that 200, that request's own time, the second's)."""
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a running process has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def serve_once() -> tuple[float, float, float, float, float]:
+    """(spawn → first 200 on /, server start → that 200, that request's own time, the second's,
+    the server process's CPU seconds at that 200)."""
     port = _free_port()
     start = time.perf_counter()
     server = subprocess.Popen(
@@ -156,8 +168,8 @@ def serve_once() -> tuple[float, float, float, float]:
                 time.sleep(0.02)
                 continue
             if status == 200:
-                ready = time.perf_counter() - start
-                return ready, ready - serving, first, _get(port)[1]
+                ready, cpu = time.perf_counter() - start, _process_cpu(server.pid)
+                return ready, ready - serving, first, _get(port)[1], cpu
             raise SystemExit(f"GET / answered {status}")
         raise SystemExit(f"no 200 on / within {SERVER_TIMEOUT:.0f} s")
     finally:
@@ -165,10 +177,10 @@ def serve_once() -> tuple[float, float, float, float]:
 
 
 def importtime_top(n: int) -> list[tuple[float, float, str]]:
-    """The n costliest imports of a process loading the URLconf: (cumulative s, self s, module),
+    """The n costliest imports of the server loading its application: (cumulative s, self s, module),
     modules imported directly by the program or by a module of ours (the ones we choose)."""
-    done = _run([sys.executable, "-X", "importtime", "-c", URLCONF])
-    ours = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()} | {"adk_compat"}
+    done = _run([sys.executable, "-X", "importtime", "-c", ASGI])
+    ours = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()} | {"adk_compat", "lazy_imports"}
     rows, parent_is_ours = [], {}
     for line in reversed(done.stderr.splitlines()):  # importtime prints children before their parent
         if not line.startswith("import time:") or "|" not in line or "self [us]" in line:
@@ -195,6 +207,7 @@ def main() -> None:
     timed([sys.executable, MANAGE, "migrate", "--verbosity", "0"])  # once: `up` then finds nothing to do
     measures: list[tuple[str, Callable[[], tuple[float, float]]]] = [
         ("python -c 'django.setup()'", lambda: timed([sys.executable, "-c", SETUP])),
+        ("python -c 'import adkui.asgi' (server's app)", lambda: timed([sys.executable, "-c", ASGI])),
         ("manage.py check", lambda: timed([sys.executable, MANAGE, "check"])),
         ("manage.py help", lambda: timed([sys.executable, MANAGE, "help"])),
         ("manage.py up 0.0.0.0:8999 (refusal)", lambda: timed(
@@ -203,7 +216,7 @@ def main() -> None:
         ("  --skip-checks (as manage.py up starts it)", lambda: worker_once("--skip-checks")),
     ]
     results: dict[str, list[tuple[float, float]]] = {}
-    served: list[tuple[float, float, float, float]] = []
+    served: list[tuple[float, float, float, float, float]] = []
     for _ in range(args.runs):
         for name, measure in measures:
             results.setdefault(name, []).append(measure())
@@ -216,8 +229,8 @@ def main() -> None:
     labels = ["manage.py up --no-demo: spawn to first 200 on /", "  server start to that 200",
               "  the first request itself", "  the second request"]
     for i, label in enumerate(labels):
-        print(row(label, [s[i] for s in served]))
-    print(f"\npython -X importtime, loading the URLconf: top {args.top} "
+        print(row(label, [s[i] for s in served], [s[4] for s in served] if i == 0 else None))
+    print(f"\npython -X importtime, the server loading its application (import adkui.asgi): top {args.top} "
           "(imported by the program or by our modules)")
     print(f"{'cumulative s':>13}{'self s':>9}  module")
     for cumulative, own, module in importtime_top(args.top):

@@ -48,6 +48,7 @@ INFORMATIONAL: tuple[str, ...] = tuple(m.metric_name for m in append_default_eff
 
 EXACT, IN_ORDER, ANY_ORDER = (m.name for m in ToolTrajectoryCriterion.MatchType)
 MATCH_TYPES = (EXACT, IN_ORDER, ANY_ORDER)
+MATCH_TYPE_NAMES = {m.value: m.name for m in ToolTrajectoryCriterion.MatchType}  # stored criteria may hold the int
 PASSED, FAILED, NOT_EVALUATED = "PASSED", "FAILED", "NOT_EVALUATED"  # ADK's EvalStatus names
 
 

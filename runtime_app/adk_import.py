@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,42 +33,14 @@ from sessions_app.models import Session
 from sessions_app.scopes import json_safe_state
 from sessions_app.services import event_append, session_create, session_state_correct
 
+from .import_summary import ImportSourceError, ImportSummary
+
+__all__ = ["ImportSourceError", "ImportSummary", "import_source", "open_source"]
+
 T = TypeVar("T")
 Progress = Callable[[int, int, str], None]
 _MISSING = object()
 URL_SCHEMES = ("sqlite", "sqlite+aiosqlite", "postgresql", "postgresql+asyncpg", "postgresql+psycopg")
-
-
-class ImportSourceError(Exception):
-    """SOURCE does not exist, cannot be opened, or is not an ADK store."""
-
-
-@dataclass
-class ImportSummary:
-    sessions_new: int = 0
-    sessions_existing: int = 0
-    events_new: int = 0
-    events_existing: int = 0
-    artifacts_new: int = 0
-    artifacts_existing: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)  # (session id, why)
-    conflicts: list[tuple[str, list[str]]] = field(default_factory=list)  # (session id, keys)
-
-    def add(self, other: ImportSummary) -> None:
-        for name in ("sessions_new", "sessions_existing", "events_new", "events_existing", "artifacts_new",
-                     "artifacts_existing"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-    def lines(self) -> list[str]:
-        out = [
-            f"sessions: {self.sessions_new} new, {self.sessions_existing} already there",
-            f"events: {self.events_new} new, {self.events_existing} already there",
-            f"artifact versions: {self.artifacts_new} new, {self.artifacts_existing} already there",
-        ]
-        out += [f"kept the source's value of {', '.join(keys)} in session {sid} (not explained by its events)"
-                for sid, keys in self.conflicts]
-        out += [f"skipped session {sid}: {why}" for sid, why in self.failed]
-        return out
 
 
 @dataclass

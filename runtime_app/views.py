@@ -29,10 +29,10 @@ from sessions_app.models import App, Event, Session
 from sessions_app.views import HtmxHttpRequest, int_or_404
 
 from . import agents, chat, graph, home, local_imports, runs
-from .adk_import import ImportSourceError
 from . import services as runtime_services
 from .chat import chat_context
 from .forms import ChatForm
+from .import_summary import ImportSourceError
 
 SESSIONS_PER_PAGE = 25
 SORTS = {

@@ -3,16 +3,19 @@ unchanged), our additions beside them, and the OpenAPI schema and docs."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework.views import APIView
 
-from . import apis
+from lazy_imports import lazy_path, made_by, views_in
+
+if TYPE_CHECKING:
+    from rest_framework.views import APIView  # imported with the APIs it combines (lazy_imports.py)
 
 app_name = "sessions_api"
+apis = views_in("sessions_app.apis")  # imported on first use: see lazy_imports.py
 
 
 def by_method(*operations: type[APIView]) -> Callable[..., HttpResponseBase]:
@@ -53,14 +56,15 @@ SESSIONS = "apps/<str:app_name>/users/<str:user_id>/sessions"
 SESSION = SESSIONS + "/<str:session_id>"
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path(SESSIONS, by_method(apis.SessionListApi, apis.SessionCreateApi), name="sessions"),
-    path(
+    lazy_path(SESSIONS, made_by(by_method, apis.SessionListApi, apis.SessionCreateApi), name="sessions"),
+    lazy_path(
         SESSION,
-        by_method(apis.SessionGetApi, apis.SessionCreateWithIdApi, apis.SessionUpdateApi, apis.SessionDeleteApi),
+        made_by(by_method, apis.SessionGetApi, apis.SessionCreateWithIdApi, apis.SessionUpdateApi,
+                apis.SessionDeleteApi),
         name="session",
     ),
     # Not in ADK's server:
-    path(SESSION + "/events", by_method(apis.EventListApi, apis.EventCreateApi), name="session-events"),
-    path(SESSION + "/state", apis.StateGetApi.as_view(), name="session-state"),
-    path("apps/<str:app_name>/search", apis.EventSearchApi.as_view(), name="event-search"),
+    lazy_path(SESSION + "/events", made_by(by_method, apis.EventListApi, apis.EventCreateApi), name="session-events"),
+    lazy_path(SESSION + "/state", apis.StateGetApi.as_view(), name="session-state"),
+    lazy_path("apps/<str:app_name>/search", apis.EventSearchApi.as_view(), name="event-search"),
 ]

@@ -2,15 +2,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import template
-from google.adk.evaluation.eval_metrics import ToolTrajectoryCriterion
 
-from eval_app import metrics
-from eval_app.selectors import session_url as _session_url
-from eval_app.selectors import status_name
+from lazy_imports import on_first_use
 from sessions_app.templatetags.adkui import breakable
+
+if TYPE_CHECKING:
+    from eval_app import metrics, selectors
+else:
+    # Imported when a filter first needs them (lazy_imports.py): they import ADK's evaluation
+    # engine (seconds), and Django imports every tag library in every process that checks or renders.
+    metrics = on_first_use("eval_app.metrics")
+    selectors = on_first_use("eval_app.selectors")
 
 register = template.Library()
 register.filter("breakable", breakable)  # the session pages' filter: long metric names wrap at "_"
@@ -26,7 +31,7 @@ def metric(result: Any, name: str) -> dict[str, Any] | None:
 @register.filter
 def metric_status(entry: dict[str, Any] | None) -> str:
     """A metric result's verdict as ADK names it (its EvalStatus)."""
-    return status_name(entry) if isinstance(entry, dict) else ""
+    return selectors.status_name(entry) if isinstance(entry, dict) else ""
 
 
 @register.filter
@@ -44,7 +49,8 @@ def criterion_summary(entry: dict[str, Any]) -> str:
     parts = []
     match_type = criterion.get("match_type")
     if match_type is not None and match_type not in (0, "EXACT"):
-        parts.append(str(MATCH_TYPE_NAMES.get(match_type, match_type) if isinstance(match_type, int) else match_type))
+        name = metrics.MATCH_TYPE_NAMES.get(match_type, match_type) if isinstance(match_type, int) else match_type
+        parts.append(str(name))
     if criterion.get("ignore_args"):
         parts.append("ignore args")
     judge = criterion.get("judge_model_options") or {}
@@ -53,9 +59,6 @@ def criterion_summary(entry: dict[str, Any]) -> str:
     if criterion.get("rubrics"):
         parts.append(f"{len(criterion['rubrics'])} rubric{'s' if len(criterion['rubrics']) != 1 else ''}")
     return " · ".join(parts)
-
-
-MATCH_TYPE_NAMES = {m.value: m.name for m in ToolTrajectoryCriterion.MatchType}
 
 
 @register.filter
@@ -117,7 +120,7 @@ def as_json(value: Any) -> str:
 
 @register.filter
 def session_url(session_pk: int | None) -> str:
-    return _session_url(session_pk)
+    return selectors.session_url(session_pk)
 
 
 @register.filter

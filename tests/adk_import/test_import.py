@@ -4,6 +4,7 @@ import asyncio
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from google.genai import types
 from django.urls import reverse
 
 from memory_app.artifact_service import DjangoArtifactService
+from runtime_app import local_imports
 from runtime_app.adk_import import ImportSummary, import_source
 from sessions_app import selectors
 from sessions_app.models import Event, Session, StateChange
@@ -53,6 +55,19 @@ def test_it_imports_an_adk_web_agents_folder_exactly(agents_dir: Path) -> None:
     assert part.text == "plan v1"
     avatar = artifacts.load_artifact_sync(app_name=APP, user_id="ann", filename="user:avatar.png")
     assert avatar.inline_data.data == b"\x89PNG"
+
+
+@pytest.mark.django_db(transaction=True)  # the job runs in a thread, on its own connection
+def test_the_home_pages_import_job_imports_the_agents_store(agents_dir: Path, settings) -> None:
+    source = _build_folder(agents_dir)
+    settings.ADKUI_AGENTS_DIR = str(agents_dir)
+    assert [store.app_name for store in local_imports.local_stores()] == [APP]
+    job = local_imports.import_start(app_name=APP, follow=False)
+    deadline = time.monotonic() + 120
+    while not job.done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (job.done, job.error, job.summary.sessions_new) == (True, "", 3)
+    assert_same_as_source(source, app=APP, user="ann", session_id="s1")
 
 
 def test_initial_state_is_what_the_events_do_not_explain(agents_dir: Path) -> None:

@@ -5,11 +5,13 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# Top to bottom. `adkui` is configuration; `adk_compat` holds ADK's private names.
-LAYERS = ["adkui", "runtime_app", "eval_app", "inspector_app", "memory_app", "sessions_app", "access", "adk_compat"]
+# Top to bottom. `adkui` is configuration; `adk_compat` holds ADK's private names; `lazy_imports`
+# what is imported on first use rather than at start-up.
+LAYERS = ["adkui", "runtime_app", "eval_app", "inspector_app", "memory_app", "sessions_app", "access", "adk_compat",
+          "lazy_imports"]
 # Apps on one level may not import each other either.
 LEVEL = {"adkui": 0, "runtime_app": 1, "eval_app": 2, "inspector_app": 2, "memory_app": 2,
-         "sessions_app": 3, "access": 4, "adk_compat": 4}
+         "sessions_app": 3, "access": 4, "adk_compat": 4, "lazy_imports": 4}
 
 
 def _modules() -> dict[str, Path]:

@@ -1,6 +1,7 @@
 """Importing the ASGI application (what uvicorn and daphne do at start) loads the
-URLconf too, before freezing: the first request no longer imports every view and
-API module (about a second), and those objects are frozen with the rest."""
+URLconf and every view it names (lazy_imports.py) too, before freezing: the first
+request no longer imports every view and API module (seconds), and those objects
+are frozen with the rest."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,14 @@ PROBE = """
 import gc, json, sys
 before = set(sys.modules)
 import adkui.asgi
+from django.urls import URLResolver, get_resolver
+from lazy_imports import LazyURLPattern
+def patterns(resolver):
+    for p in resolver.url_patterns:
+        yield from patterns(p) if isinstance(p, URLResolver) else [p]
+lazy = [p for p in patterns(get_resolver()) if isinstance(p, LazyURLPattern)]
 print(json.dumps({"urlconf": "%s" in sys.modules, "frozen": gc.get_freeze_count(),
+                  "lazy": len(lazy), "unloaded": [p.lookup_str for p in lazy if not p.loaded],
                   "api_modules": sorted(m for m in sys.modules if m.endswith(".apis") and m not in before)}))
 """
 
@@ -27,5 +35,6 @@ def test_importing_the_asgi_application_loads_the_urlconf_before_freezing(tmp_pa
                          capture_output=True, text=True, timeout=120, check=True).stdout
     probe = json.loads(out.strip().splitlines()[-1])
     assert probe["urlconf"] is True
-    assert "runtime_app.apis" in probe["api_modules"]  # a view module only the URLconf imports
+    assert "runtime_app.apis" in probe["api_modules"]  # a view module only the URLconf names
+    assert probe["lazy"] > 50 and probe["unloaded"] == []
     assert probe["frozen"] > 100_000

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from channels.routing import get_default_application
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -45,6 +46,10 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         if not no_demo:
             call_command("load_demo")  # says so, and loads nothing, when the agents folder has no demo agent
+        # The server's application (adkui/asgi.py: every view, ADK's core with them, seconds of CPU) before
+        # the worker's start, not beside it: on a busy machine the two shared the CPU, and the first page,
+        # which the user waits for, came seconds later. runserver then finds it imported.
+        get_default_application()
         worker = self.start_worker()
         # A SIGTERM ends the server like Ctrl+C does, so the worker is stopped with it.
         signal.signal(signal.SIGTERM, _exit)
