@@ -166,8 +166,12 @@ class EvalCaseResult(models.Model):
     class Meta:
         ordering = ["position", "repeat", "pk"]
         constraints = [models.UniqueConstraint(fields=["run", "eval_id", "repeat"], name="unique_case_result")]
-        # The run page's results, newest first, a page at a time.
-        indexes = [models.Index(fields=["run", "id"], name="eval_result_run_order")]
+        indexes = [
+            # The run page's results, newest first, a page at a time.
+            models.Index(fields=["run", "id"], name="eval_result_run_order"),
+            # The run API's results in case order, a page at a time.
+            models.Index(fields=["run", "position", "repeat", "id"], name="eval_result_case_order"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.eval_id} #{self.repeat}: {self.status}"

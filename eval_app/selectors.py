@@ -40,6 +40,7 @@ EVAL_SET_ORDER = ("app_name", "eval_set_id")  # unique together: a position name
 CASE_ORDER = ("position", "pk")
 RUN_ORDER = ("-pk",)
 RESULT_ORDER = ("-pk",)  # newest first: live rows arrive on top, "older results" continues below
+RESULT_CASE_ORDER = ("position", "repeat", "pk")  # the API's: the run's cases in order
 
 
 def _eval_sets() -> QuerySet[EvalSet]:
@@ -188,7 +189,11 @@ def run_result_page(run: EvalRun, *, size: int, token: str | None = None) -> Pag
 
 
 def run_results_by_case(run: EvalRun) -> list[EvalCaseResult]:
-    return list(run.results.order_by("position", "repeat"))
+    return list(run.results.order_by(*RESULT_CASE_ORDER))
+
+
+def run_results_by_case_page(run: EvalRun, *, size: int, token: str | None = None) -> Page[EvalCaseResult]:
+    return keyset_page(run.results.all(), order=RESULT_CASE_ORDER, size=size, token=token)
 
 
 def other_runs(run: EvalRun, *, limit: int = 20) -> list[EvalRun]:

@@ -14,6 +14,8 @@ from typing import Any, Generic, TypeVar
 from django.db.models import F, Model, Q, QuerySet
 
 Row = TypeVar("Row", bound=Model)
+# The response header of an API list paged by `page_size`: the `page_token` of the next page.
+NEXT_PAGE_HEADER = "X-Next-Page-Token"
 
 
 def encode(values: list[Any] | tuple[Any, ...]) -> str:

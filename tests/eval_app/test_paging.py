@@ -4,6 +4,7 @@ and walking the "more" links shows every row once, in order."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 from django.db import connection
@@ -153,3 +154,50 @@ def test_a_position_no_page_wrote_is_a_400_naming_the_parameter(client, eval_set
     response = client.get(url.format(pk=eval_set.pk, run=run.pk))
     assert response.status_code == 400
     assert url.split("?")[1].split("=")[0] in response.content.decode()
+
+
+def api_walk(client, url: str, size: int, rows: Callable[[dict | list], list]) -> list:
+    """Every row of every page of an API list paged by `size`, following X-Next-Page-Token."""
+    seen, token = [], None
+    while True:
+        response = client.get(url, {"page_size": size, **({"page_token": token} if token else {})})
+        assert response.status_code == 200, response.content[:300]
+        seen += rows(response.json())
+        token = response.headers.get("X-Next-Page-Token")
+        if not token:
+            return seen
+
+
+def test_the_eval_set_api_pages_by_page_size_and_costs_the_same_with_5_sets_as_with_50(client):
+    add_sets(0, 5)
+    few, _ = queries(client, "/api/evals/sets?page_size=20")
+    add_sets(5, 45)
+    many, _ = queries(client, "/api/evals/sets?page_size=20")
+    assert few == many
+    ids = api_walk(client, "/api/evals/sets", 7, lambda body: [s["id"] for s in body])
+    assert ids == list(EvalSet.objects.order_by("app_name", "eval_set_id").values_list("pk", flat=True))
+    assert len(client.get("/api/evals/sets").json()) == 50  # without page_size: the whole list, as before
+
+
+def test_the_run_api_pages_its_results_in_case_order(client, eval_set):
+    run = EvalRun.objects.create(eval_set=eval_set, app_name="agent", status="completed")
+    add_results(run, 0, 5)
+    url = f"/api/evals/runs/{run.pk}"
+    few, _ = queries(client, url + "?page_size=20")
+    add_results(run, 5, 45)
+    many, _ = queries(client, url + "?page_size=20")
+    assert few == many
+    walked = api_walk(client, url, 8, lambda body: [r["eval_id"] for r in body["results"]])
+    assert walked == [f"case_{i:03}" for i in range(50)]
+    assert [r["eval_id"] for r in client.get(url).json()["results"]] == walked
+
+
+@pytest.mark.parametrize(("query", "field"), [
+    ({"page_token": "WyJ4Il0="}, "page_token"), ({"page_size": 5, "page_token": "nope"}, "page_token"),
+    ({"page_size": 0}, "page_size"), ({"page_size": 5, "page_token": "WyJ4Il0="}, "page_token"),
+])
+def test_the_eval_apis_refuse_a_page_they_did_not_write_naming_the_field(client, eval_set, query, field):
+    run = EvalRun.objects.create(eval_set=eval_set, app_name="agent")
+    for url in ("/api/evals/sets", f"/api/evals/runs/{run.pk}"):
+        response = client.get(url, query)
+        assert response.status_code == 400 and field in response.json(), response.content
