@@ -19,6 +19,7 @@ from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.evaluation_generator import EvaluationGenerator
 from google.genai import types
 
+from sessions_app import page_tokens
 from sessions_app import selectors as session_selectors
 from sessions_app.page_tokens import Page, keyset_page
 from sessions_app.models import Session
@@ -36,6 +37,7 @@ EVAL_SETS_PAGE = 50
 CASES_PAGE = 100
 HISTORY_PAGE = 30
 RESULTS_PAGE = 50
+LAB_PAGE = 50  # cases of the judge lab
 EVAL_SET_ORDER = ("app_name", "eval_set_id")  # unique together: a position names one set
 CASE_ORDER = ("position", "pk")
 RUN_ORDER = ("-pk",)
@@ -656,25 +658,31 @@ class CaseRepeats:
         return 0 < self.passed < self.runs
 
 
-def judge_lab(run: EvalRun) -> list[CaseRepeats]:
-    """Per case of a repeated run: pass rate, pass@k, flakiness and each metric's score spread."""
+def judge_lab_page(run: EvalRun, *, size: int, token: str | None = None) -> Page[CaseRepeats]:
+    """Per case of a repeated run, a page of cases in run order (keyset on the case's position):
+    pass rate, pass@k, flakiness and each metric's score spread. ValueError for a token no page wrote."""
+    after = page_tokens.position(token, 1)[0] if token else -1
+    cases = run.results.filter(position__gt=after).order_by("position").values_list("position", flat=True)
+    positions = list(cases.distinct()[:size + 1])
+    shown = positions[:size]
     grouped: dict[str, list[EvalCaseResult]] = defaultdict(list)
-    for result in run.results.order_by("position", "repeat"):
+    for result in run.results.filter(position__in=shown).order_by("position", "repeat"):
         grouped[result.eval_id].append(result)
-    rows = []
-    for eval_id, results in grouped.items():
-        scores: dict[str, list[float]] = defaultdict(list)
-        for result in results:
-            for m in result.metrics:
-                if is_score(m.get("score")):
-                    scores[str(m.get("metric_name"))].append(float(m["score"]))
-        spreads = [Spread(name, len(values), min(values), max(values), pstdev(values))
-                   for name, values in scores.items()]
-        rows.append(CaseRepeats(
-            eval_id=eval_id, runs=len(results), passed=sum(r.status == EvalCaseResult.PASSED for r in results),
-            k=run.repeats, statuses=[r.status for r in results], spreads=spreads,
-        ))
-    return rows
+    rows = [_case_repeats(run, eval_id, results) for eval_id, results in grouped.items()]
+    return Page(rows, page_tokens.encode([shown[-1]]) if len(positions) > size else "")
+
+
+def _case_repeats(run: EvalRun, eval_id: str, results: list[EvalCaseResult]) -> CaseRepeats:
+    scores: dict[str, list[float]] = defaultdict(list)
+    for result in results:
+        for m in result.metrics:
+            if is_score(m.get("score")):
+                scores[str(m.get("metric_name"))].append(float(m["score"]))
+    spreads = [Spread(name, len(values), min(values), max(values), pstdev(values)) for name, values in scores.items()]
+    return CaseRepeats(
+        eval_id=eval_id, runs=len(results), passed=sum(r.status == EvalCaseResult.PASSED for r in results),
+        k=run.repeats, statuses=[r.status for r in results], spreads=spreads,
+    )
 
 
 # ---- comparing two runs -----------------------------------------------------

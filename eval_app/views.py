@@ -139,15 +139,19 @@ def eval_run_create(request: HttpRequest, pk: int) -> HttpResponse:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     tasks.reap()
     run = get_object_or_404(EvalRun.objects.select_related("eval_set"), pk=pk)
-    after = request.GET.get("after")
+    after, lab_after = request.GET.get("after"), request.GET.get("lab_after")
     try:
         page = selectors.run_result_page(run, size=selectors.RESULTS_PAGE, token=after)
+        lab = selectors.judge_lab_page(run, size=selectors.LAB_PAGE, token=lab_after) if run.repeats > 1 else None
     except ValueError:
-        return bad_position(request, "after")
-    context = {"run": run, "results": page.rows, "more": page.next_token}
+        return bad_position(request, "lab_after" if lab_after else "after")
+    context = {"run": run, "results": page.rows, "more": page.next_token,
+               "lab": lab.rows if lab else [], "more_lab": lab.next_token if lab else ""}
     if request.htmx and after:  # "older results", below the rows shown
         return render(request, "eval_app/partials/result_rows.html", context)
-    context |= {"others": selectors.other_runs(run), "lab": selectors.judge_lab(run) if run.repeats > 1 else []}
+    if request.htmx and lab_after:  # "more cases" of the judge lab
+        return render(request, "eval_app/run_detail.html#lab_rows", context)
+    context["others"] = selectors.other_runs(run)
     return render(request, "eval_app/run_detail.html", context)
 
 

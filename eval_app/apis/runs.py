@@ -46,7 +46,8 @@ NEXT_PAGE = OpenApiParameter(NEXT_PAGE_HEADER, str, OpenApiParameter.HEADER, res
 
 
 def _page_query(request: Request) -> dict[str, Any]:
-    query = PageQuery(data=request.query_params)
+    # A plain dict: from a QueryDict, DRF takes a blank optional field for an absent one.
+    query = PageQuery(data=request.query_params.dict())
     query.is_valid(raise_exception=True)
     return dict(query.validated_data)
 

@@ -43,11 +43,12 @@ class EventSearchApi(AdkApi):
         limit = serializers.IntegerField(min_value=1, max_value=SEARCH_PAGE_MAX, default=20)
         offset = serializers.IntegerField(min_value=0, max_value=1_000_000, default=0,
                                           help_text="Skip this many hits (scans past them); `page_token` does not.")
-        page_token = serializers.CharField(required=False, help_text="The previous page's `nextPageToken`: "
-                                           "the page after it, keyset (every page costs the first's).")
+        page_token = serializers.CharField(required=False, allow_blank=True, help_text=(
+            "The previous page's `nextPageToken`: the page after it, keyset (every page costs the first's). "
+            "Blank: the first page."))
 
         def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            if attrs["offset"] and "page_token" in attrs:
+            if attrs["offset"] and attrs.get("page_token"):
                 raise ValidationError({"page_token": ["Not with offset: a page token names where its page starts."]})
             return attrs
 
@@ -69,7 +70,7 @@ class EventSearchApi(AdkApi):
         try:
             terms = search.parse_query(query["q"])
             results = search.search_events(app, query["q"], user_id=query["user_id"] or None, limit=query["limit"],
-                                           offset=query["offset"], after=query.get("page_token"),
+                                           offset=query["offset"], after=query.get("page_token") or None,
                                            ) if app else search.SearchResults([], 0, terms)
         except search.QueryError as exc:
             raise ValidationError({"q": [str(exc)]}) from exc

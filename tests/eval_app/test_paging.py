@@ -201,3 +201,42 @@ def test_the_eval_apis_refuse_a_page_they_did_not_write_naming_the_field(client,
     for url in ("/api/evals/sets", f"/api/evals/runs/{run.pk}"):
         response = client.get(url, query)
         assert response.status_code == 400 and field in response.json(), response.content
+
+
+def add_repeats(run: EvalRun, first: int, count: int) -> None:
+    EvalCaseResult.objects.bulk_create(
+        EvalCaseResult(run=run, eval_id=f"case_{i:03}", position=i, repeat=r, status="passed" if r else "failed",
+                       case_data={}, metrics=[{"metric_name": "response_match_score", "score": r / 2}])
+        for i in range(first, first + count) for r in range(run.repeats)
+    )
+
+
+def test_a_repeated_runs_judge_lab_pages_by_case_at_a_fixed_cost(client, eval_set, monkeypatch):
+    run = EvalRun.objects.create(eval_set=eval_set, app_name="agent", status="completed", repeats=3)
+    add_repeats(run, 0, 5)
+    url = f"/evals/runs/{run.pk}/"
+    client.get(url)
+    few, html = queries(client, url)
+    assert html.count('<tr data-case="') == 5
+    add_repeats(run, 5, 45)
+    many, html = queries(client, url)
+    assert few == many and html.count('<tr data-case="') == min(50, selectors.LAB_PAGE)
+
+    monkeypatch.setattr(selectors, "LAB_PAGE", 7)
+    monkeypatch.setattr(selectors, "RESULTS_PAGE", 1000)  # the results' own button out of the way
+    html = client.get(url).content.decode()
+    cases = re.compile(r'<tr data-case="([^"]+)">')
+    seen = cases.findall(html)
+    while link := re.search(r'hx-get="([^"]*lab_after=[^"]+)"', html):
+        html = client.get(link.group(1), HTTP_HX_REQUEST="true").content.decode()
+        seen += cases.findall(html)
+    assert seen == [f"case_{i:03}" for i in range(50)]
+    # Each case failed once and passed twice: flaky, whichever page it is on.
+    assert html.count('class="badge flaky"') == len(cases.findall(html)) > 0
+    assert client.get(url, {"lab_after": "WyJ4Il0="}).status_code == 400
+
+
+@pytest.mark.parametrize(("query", "field"), [({"page_token": ""}, "page_token"), ({"page_size": ""}, "page_size")])
+def test_a_blank_page_parameter_is_refused_not_ignored(client, query, field):
+    response = client.get("/api/evals/sets", query)
+    assert response.status_code == 400 and field in response.json()
