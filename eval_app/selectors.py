@@ -34,7 +34,7 @@ from .models import EvalCase, EvalCaseResult, EvalRun, EvalSet
 
 # Rows a page of each list holds; "more" loads the next page (keyset: any page costs what the first does).
 EVAL_SETS_PAGE = 50
-CASES_PAGE = 100
+CASES_PAGE = 50
 HISTORY_PAGE = 30
 RESULTS_PAGE = 50
 LAB_PAGE = 50  # cases of the judge lab

@@ -57,21 +57,23 @@ def bad_position(request: HttpRequest, param: str) -> HttpResponse:
 
 def _eval_set_page(request: HttpRequest, eval_set: EvalSet, run_form: RunForm, status: int = 200) -> HttpResponse:
     cases_after, runs_after = request.GET.get("cases_after"), request.GET.get("runs_after")
-    # The chart and the history's columns: the newest runs, whichever page of the history is shown.
-    recent = selectors.run_history(eval_set, limit=selectors.HISTORY_PAGE)
     try:
         cases = selectors.eval_set_case_page(eval_set, size=selectors.CASES_PAGE, token=cases_after)
+        if request.htmx and cases_after:
+            context = {"eval_set": eval_set, "run_form": run_form, "cases": cases.rows, "more_cases": cases.next_token}
+            return render(request, "eval_app/eval_set_detail.html#case_rows", context)
         history = selectors.run_history_page(eval_set, size=selectors.HISTORY_PAGE, token=runs_after)
     except ValueError:
         return bad_position(request, "cases_after" if cases_after else "runs_after")
+    # The chart and the history's columns: the newest runs, whichever page of the history is shown
+    # (on the first page, the page itself).
+    recent = history.rows[::-1] if not runs_after else selectors.run_history(eval_set, limit=selectors.HISTORY_PAGE)
     context = {
         "eval_set": eval_set, "run_form": run_form,
         "cases": cases.rows, "more_cases": cases.next_token,
         "history": history.rows, "more_runs": history.next_token,
         "history_metrics": selectors.history_metric_names(recent),
     }
-    if request.htmx and cases_after:
-        return render(request, "eval_app/eval_set_detail.html#case_rows", context)
     if request.htmx and runs_after:
         return render(request, "eval_app/eval_set_detail.html#history_rows", context)
     context |= {"case_count": eval_set.cases.count(), "chart": selectors.trend_chart(recent)}
