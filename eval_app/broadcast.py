@@ -48,14 +48,16 @@ def run_changed(*, run_pk: int) -> None:
 
 
 def snapshot(run_pk: int) -> tuple[list[str], set[int]] | None:
-    """What a viewer who just joined is sent (the rows so far, then the run's
-    header and progress) and the pks of those rows; None when there is no such run."""
+    """What a viewer who just joined is sent (the newest rows, the first page as the page
+    shows it, then the run's header and progress) and the pks of those rows; None when
+    there is no such run. Rows finished later arrive on top; older ones, with "older results"."""
     run = selectors.run_find(run_pk)
     if run is None:
         return None
-    results = selectors.run_results(run)
-    rows = render_to_string("eval_app/partials/run_snapshot.html", {"run": run, "results": results})
-    return [rows, _live(run)], {r.pk for r in results}
+    page = selectors.run_result_page(run, size=selectors.RESULTS_PAGE)
+    context = {"run": run, "results": page.rows, "more": page.next_token}
+    rows = render_to_string("eval_app/partials/run_snapshot.html", context)
+    return [rows, _live(run)], {r.pk for r in page.rows}
 
 
 def _live(run: EvalRun) -> str:

@@ -201,11 +201,26 @@ def rubrics_text(rubrics: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+class EvalIdsField(forms.MultipleChoiceField):
+    """Case ids of one eval set, checked against the database for the ids posted only: a set may
+    hold thousands of cases (its page lists them a page at a time), and choices would load them all."""
+
+    eval_set: EvalSet | None = None
+
+    def valid_value(self, value: Any) -> bool:
+        return value in self._known
+
+    def validate(self, value: Any) -> None:
+        self._known = set(self.eval_set.cases.filter(eval_id__in=value).values_list("eval_id", flat=True)) \
+            if self.eval_set is not None and value else set()
+        super().validate(value)
+
+
 class RunForm(forms.Form):
     app_name = forms.ChoiceField(label="Agent")
     scope = forms.ChoiceField(choices=[("all", "all cases"), ("selected", "selected cases")], initial="all",
                               widget=forms.RadioSelect)
-    eval_ids = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+    eval_ids = EvalIdsField(required=False, widget=forms.CheckboxSelectMultiple)
     judge_model = forms.CharField(required=False, max_length=255, label="Judge model",
                                   help_text="any model ADK can load (Gemini, LiteLLM names)")
     repeats = forms.IntegerField(min_value=1, max_value=50, initial=1)
@@ -219,7 +234,7 @@ class RunForm(forms.Form):
         self.eval_set = eval_set
         self.eval_metrics: list[EvalMetric] = []
         self.fields["app_name"].choices = _agent_choices()
-        self.fields["eval_ids"].choices = [(i, i) for i in selectors.eval_case_ids(eval_set)]
+        self.fields["eval_ids"].eval_set = eval_set
         self.default_judge_model = judges.default_judge_model()
         self.fields["judge_model"].widget.attrs["placeholder"] = self.default_judge_model
         self.rows = [MetricRow(info, _group(info), _metric_options(info.metric_name),

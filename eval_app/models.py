@@ -53,6 +53,8 @@ class EvalCase(models.Model):
     class Meta:
         ordering = ["position", "pk"]
         constraints = [models.UniqueConstraint(fields=["eval_set", "eval_id"], name="unique_eval_case_id")]
+        # The set page's keyset order (selectors.CASE_ORDER), so a page of cases is a seek, not a sort.
+        indexes = [models.Index(fields=["eval_set", "position", "id"], name="eval_case_order")]
 
     def __str__(self) -> str:
         return self.eval_id
@@ -107,7 +109,11 @@ class EvalRun(models.Model):
 
     class Meta:
         ordering = ["-pk"]
-        indexes = [models.Index(fields=["status"], name="eval_run_status")]
+        indexes = [
+            models.Index(fields=["status"], name="eval_run_status"),
+            # A set's run history, newest first, a page at a time (PostgreSQL scans it backwards).
+            models.Index(fields=["eval_set", "id"], name="eval_run_set_order"),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.eval_set_id}"
@@ -160,6 +166,12 @@ class EvalCaseResult(models.Model):
     class Meta:
         ordering = ["position", "repeat", "pk"]
         constraints = [models.UniqueConstraint(fields=["run", "eval_id", "repeat"], name="unique_case_result")]
+        indexes = [
+            # The run page's results, newest first, a page at a time.
+            models.Index(fields=["run", "id"], name="eval_result_run_order"),
+            # The run API's results in case order, a page at a time.
+            models.Index(fields=["run", "position", "repeat", "id"], name="eval_result_case_order"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.eval_id} #{self.repeat}: {self.status}"

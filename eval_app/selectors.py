@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from statistics import mean, pstdev
 from typing import Any
 
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.urls import NoReverseMatch, reverse
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
 from google.adk.evaluation.eval_case import IntermediateData, Invocation, InvocationEvent, InvocationEvents, SessionInput
@@ -18,7 +19,9 @@ from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.evaluation_generator import EvaluationGenerator
 from google.genai import types
 
+from sessions_app import page_tokens
 from sessions_app import selectors as session_selectors
+from sessions_app.page_tokens import Page, keyset_page
 from sessions_app.models import Session
 from sessions_app.sandbox import real_app_name
 
@@ -29,8 +32,36 @@ from .models import EvalCase, EvalCaseResult, EvalRun, EvalSet
 # ---- eval sets --------------------------------------------------------------
 
 
+# Rows a page of each list holds; "more" loads the next page (keyset: any page costs what the first does).
+EVAL_SETS_PAGE = 50
+CASES_PAGE = 50
+HISTORY_PAGE = 30
+RESULTS_PAGE = 50
+LAB_PAGE = 50  # cases of the judge lab
+EVAL_SET_ORDER = ("app_name", "eval_set_id")  # unique together: a position names one set
+CASE_ORDER = ("position", "pk")
+RUN_ORDER = ("-pk",)
+RESULT_ORDER = ("-pk",)  # newest first: live rows arrive on top, "older results" continues below
+RESULT_CASE_ORDER = ("position", "repeat", "pk")  # the API's: the run's cases in order
+
+
+def _eval_sets() -> QuerySet[EvalSet]:
+    """Sets with their case count and newest run's pk: subqueries per set shown, where a
+    join and GROUP BY would count the cases of every set before a page is cut."""
+    cases = (EvalCase.objects.filter(eval_set=OuterRef("pk")).order_by().values("eval_set")
+             .annotate(n=Count("pk")).values("n"))
+    newest = EvalRun.objects.filter(eval_set=OuterRef("pk")).order_by("-pk").values("pk")[:1]
+    return EvalSet.objects.annotate(
+        case_count=Coalesce(Subquery(cases, output_field=IntegerField()), Value(0)), last_run=Subquery(newest)
+    )
+
+
 def eval_set_list() -> list[EvalSet]:
-    return list(EvalSet.objects.annotate(case_count=Count("cases", distinct=True), last_run=Max("runs__pk")))
+    return list(_eval_sets().order_by(*EVAL_SET_ORDER))
+
+
+def eval_set_page(*, size: int, token: str | None = None) -> Page[EvalSet]:
+    return keyset_page(_eval_sets(), order=EVAL_SET_ORDER, size=size, token=token)
 
 
 def runs_by_pk(pks: list[int]) -> dict[int, EvalRun]:
@@ -42,8 +73,8 @@ def eval_sets_for_app(app_name: str) -> QuerySet[EvalSet]:
     return EvalSet.objects.filter(app_name__in=[app_name, ""])
 
 
-def eval_set_cases(eval_set: EvalSet) -> list[EvalCase]:
-    return list(eval_set.cases.ordered())
+def eval_set_case_page(eval_set: EvalSet, *, size: int, token: str | None = None) -> Page[EvalCase]:
+    return keyset_page(eval_set.cases.all(), order=CASE_ORDER, size=size, token=token)
 
 
 def eval_case_ids(eval_set: EvalSet) -> list[str]:
@@ -154,13 +185,17 @@ def run_find(run_pk: int) -> EvalRun | None:
     return EvalRun.objects.select_related("eval_set").filter(pk=run_pk).first()
 
 
-def run_results(run: EvalRun) -> list[EvalCaseResult]:
-    """In finish order, the order the live page appends rows in."""
-    return list(run.results.order_by("pk"))
+def run_result_page(run: EvalRun, *, size: int, token: str | None = None) -> Page[EvalCaseResult]:
+    """Newest first: the live page puts each finished case on top."""
+    return keyset_page(run.results.all(), order=RESULT_ORDER, size=size, token=token)
 
 
 def run_results_by_case(run: EvalRun) -> list[EvalCaseResult]:
-    return list(run.results.order_by("position", "repeat"))
+    return list(run.results.order_by(*RESULT_CASE_ORDER))
+
+
+def run_results_by_case_page(run: EvalRun, *, size: int, token: str | None = None) -> Page[EvalCaseResult]:
+    return keyset_page(run.results.all(), order=RESULT_CASE_ORDER, size=size, token=token)
 
 
 def other_runs(run: EvalRun, *, limit: int = 20) -> list[EvalRun]:
@@ -240,7 +275,17 @@ class RunSummary:
 
 def run_history(eval_set: EvalSet, *, limit: int = 30) -> list[RunSummary]:
     """The newest runs of the set, oldest first, each with its mean score per metric."""
-    runs = list(eval_set.runs.order_by("-pk")[:limit])[::-1]
+    return run_summaries(list(eval_set.runs.order_by("-pk")[:limit])[::-1])
+
+
+def run_history_page(eval_set: EvalSet, *, size: int, token: str | None = None) -> Page[RunSummary]:
+    """A page of the set's runs, newest first, each with its mean score per metric."""
+    page = keyset_page(eval_set.runs.all(), order=RUN_ORDER, size=size, token=token)
+    return Page(run_summaries(page.rows), page.next_token)
+
+
+def run_summaries(runs: list[EvalRun]) -> list[RunSummary]:
+    """Each run with its mean score per metric: one query for all their results' scores."""
     scores: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run_pk, case_metrics in EvalCaseResult.objects.filter(run__in=runs).values_list("run_id", "metrics"):
         for m in case_metrics:
@@ -613,25 +658,31 @@ class CaseRepeats:
         return 0 < self.passed < self.runs
 
 
-def judge_lab(run: EvalRun) -> list[CaseRepeats]:
-    """Per case of a repeated run: pass rate, pass@k, flakiness and each metric's score spread."""
+def judge_lab_page(run: EvalRun, *, size: int, token: str | None = None) -> Page[CaseRepeats]:
+    """Per case of a repeated run, a page of cases in run order (keyset on the case's position):
+    pass rate, pass@k, flakiness and each metric's score spread. ValueError for a token no page wrote."""
+    after = page_tokens.position(token, 1)[0] if token else -1
+    cases = run.results.filter(position__gt=after).order_by("position").values_list("position", flat=True)
+    positions = list(cases.distinct()[:size + 1])
+    shown = positions[:size]
     grouped: dict[str, list[EvalCaseResult]] = defaultdict(list)
-    for result in run.results.order_by("position", "repeat"):
+    for result in run.results.filter(position__in=shown).order_by("position", "repeat"):
         grouped[result.eval_id].append(result)
-    rows = []
-    for eval_id, results in grouped.items():
-        scores: dict[str, list[float]] = defaultdict(list)
-        for result in results:
-            for m in result.metrics:
-                if is_score(m.get("score")):
-                    scores[str(m.get("metric_name"))].append(float(m["score"]))
-        spreads = [Spread(name, len(values), min(values), max(values), pstdev(values))
-                   for name, values in scores.items()]
-        rows.append(CaseRepeats(
-            eval_id=eval_id, runs=len(results), passed=sum(r.status == EvalCaseResult.PASSED for r in results),
-            k=run.repeats, statuses=[r.status for r in results], spreads=spreads,
-        ))
-    return rows
+    rows = [_case_repeats(run, eval_id, results) for eval_id, results in grouped.items()]
+    return Page(rows, page_tokens.encode([shown[-1]]) if len(positions) > size else "")
+
+
+def _case_repeats(run: EvalRun, eval_id: str, results: list[EvalCaseResult]) -> CaseRepeats:
+    scores: dict[str, list[float]] = defaultdict(list)
+    for result in results:
+        for m in result.metrics:
+            if is_score(m.get("score")):
+                scores[str(m.get("metric_name"))].append(float(m["score"]))
+    spreads = [Spread(name, len(values), min(values), max(values), pstdev(values)) for name, values in scores.items()]
+    return CaseRepeats(
+        eval_id=eval_id, runs=len(results), passed=sum(r.status == EvalCaseResult.PASSED for r in results),
+        k=run.repeats, statuses=[r.status for r in results], spreads=spreads,
+    )
 
 
 # ---- comparing two runs -----------------------------------------------------

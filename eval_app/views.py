@@ -36,23 +36,48 @@ def eval_set_list(request: HttpRequest) -> HttpResponse:
             count = len(form.parsed.eval_set.eval_cases)
             messages.success(request, f"Imported {count} cases into {eval_set.eval_set_id}.")
             return redirect("eval_app:eval_set_detail", pk=eval_set.pk)
-    eval_sets = selectors.eval_set_list()
-    last_runs = selectors.runs_by_pk([s.last_run for s in eval_sets])
-    rows = [(s, last_runs.get(s.last_run)) for s in eval_sets]
+    after = request.GET.get("after")
+    try:
+        page = selectors.eval_set_page(size=selectors.EVAL_SETS_PAGE, token=after)
+    except ValueError:
+        return bad_position(request, "after")
+    last_runs = selectors.runs_by_pk([s.last_run for s in page.rows])
+    context = {"rows": [(s, last_runs.get(s.last_run)) for s in page.rows], "more": page.next_token, "form": form}
+    if request.htmx and after:  # "more sets": the rows after the last one shown
+        return render(request, "eval_app/eval_set_list.html#set_rows", context)
     status = 400 if form.errors else 200
-    return render(request, "eval_app/eval_set_list.html", {"rows": rows, "form": form}, status=status)
+    return render(request, "eval_app/eval_set_list.html", context, status=status)
+
+
+def bad_position(request: HttpRequest, param: str) -> HttpResponse:
+    message = (f"The {param!r} parameter is not a position of this list: follow the page's own links, "
+               "or start again from the first page.")
+    return render(request, "400.html", {"message": message}, status=400)
 
 
 def _eval_set_page(request: HttpRequest, eval_set: EvalSet, run_form: RunForm, status: int = 200) -> HttpResponse:
-    history = selectors.run_history(eval_set)
-    return render(request, "eval_app/eval_set_detail.html", {
-        "eval_set": eval_set,
-        "cases": selectors.eval_set_cases(eval_set),
-        "run_form": run_form,
-        "history": history[::-1],
-        "history_metrics": selectors.history_metric_names(history),
-        "chart": selectors.trend_chart(history),
-    }, status=status)
+    cases_after, runs_after = request.GET.get("cases_after"), request.GET.get("runs_after")
+    try:
+        cases = selectors.eval_set_case_page(eval_set, size=selectors.CASES_PAGE, token=cases_after)
+        if request.htmx and cases_after:
+            context = {"eval_set": eval_set, "run_form": run_form, "cases": cases.rows, "more_cases": cases.next_token}
+            return render(request, "eval_app/eval_set_detail.html#case_rows", context)
+        history = selectors.run_history_page(eval_set, size=selectors.HISTORY_PAGE, token=runs_after)
+    except ValueError:
+        return bad_position(request, "cases_after" if cases_after else "runs_after")
+    # The chart and the history's columns: the newest runs, whichever page of the history is shown
+    # (on the first page, the page itself).
+    recent = history.rows[::-1] if not runs_after else selectors.run_history(eval_set, limit=selectors.HISTORY_PAGE)
+    context = {
+        "eval_set": eval_set, "run_form": run_form,
+        "cases": cases.rows, "more_cases": cases.next_token,
+        "history": history.rows, "more_runs": history.next_token,
+        "history_metrics": selectors.history_metric_names(recent),
+    }
+    if request.htmx and runs_after:
+        return render(request, "eval_app/eval_set_detail.html#history_rows", context)
+    context |= {"case_count": eval_set.cases.count(), "chart": selectors.trend_chart(recent)}
+    return render(request, "eval_app/eval_set_detail.html", context, status=status)
 
 
 @require_GET
@@ -116,10 +141,20 @@ def eval_run_create(request: HttpRequest, pk: int) -> HttpResponse:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     tasks.reap()
     run = get_object_or_404(EvalRun.objects.select_related("eval_set"), pk=pk)
-    return render(request, "eval_app/run_detail.html", {
-        "run": run, "results": selectors.run_results(run), "others": selectors.other_runs(run),
-        "lab": selectors.judge_lab(run) if run.repeats > 1 else [],
-    })
+    after, lab_after = request.GET.get("after"), request.GET.get("lab_after")
+    try:
+        page = selectors.run_result_page(run, size=selectors.RESULTS_PAGE, token=after)
+        lab = selectors.judge_lab_page(run, size=selectors.LAB_PAGE, token=lab_after) if run.repeats > 1 else None
+    except ValueError:
+        return bad_position(request, "lab_after" if lab_after else "after")
+    context = {"run": run, "results": page.rows, "more": page.next_token,
+               "lab": lab.rows if lab else [], "more_lab": lab.next_token if lab else ""}
+    if request.htmx and after:  # "older results", below the rows shown
+        return render(request, "eval_app/partials/result_rows.html", context)
+    if request.htmx and lab_after:  # "more cases" of the judge lab
+        return render(request, "eval_app/run_detail.html#lab_rows", context)
+    context["others"] = selectors.other_runs(run)
+    return render(request, "eval_app/run_detail.html", context)
 
 
 def _back_to_run(request: HttpRequest, run: EvalRun) -> HttpResponse:

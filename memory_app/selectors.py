@@ -9,12 +9,15 @@ from typing import Optional
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
-from django.db.models import Case, F, FloatField, Func, Prefetch, Q, QuerySet, Value, When
+from django.db.models import (
+    Case, Count, F, FloatField, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Value, When,
+)
 from django.db.models.functions import Greatest, Least
 from google.adk.artifacts import artifact_util
 from google.genai import types
 
 from sessions_app.models import Session
+from sessions_app.page_tokens import Page, keyset_page
 
 from . import conf, words
 from .models import USER_PREFIX, Artifact, ArtifactVersion, MemoryEvent, SessionMemory
@@ -121,16 +124,41 @@ def canonical_uri(row: ArtifactVersion) -> str:
     return artifact_util.get_artifact_uri(a.app_name, a.user_id, filename, row.version, a.session_id or None)
 
 
-def session_artifacts(session: Session) -> list[Artifact]:
-    """The artifacts a session can read, its own first, each with its versions."""
-    rows = (
-        Artifact.objects.filter(
-            app_name=session.app.name, user_id=session.user_id, session_id__in=["", session.session_id]
-        )
-        .prefetch_related(Prefetch("versions", queryset=ArtifactVersion.objects.order_by("version")))
-        .order_by("-session_id", "filename")
+ARTIFACTS_PAGE = 50  # artifacts the panel lists at a time; "more artifacts" loads the next
+# Its own first, then its user's, by name: unique among the artifacts one session can read.
+ARTIFACT_ORDER = ("-session_id", "filename")
+
+
+def _readable(session: Session) -> QuerySet[Artifact]:
+    """The artifacts a session can read: its own and its user's (`user:`)."""
+    return Artifact.objects.filter(app_name=session.app.name, user_id=session.user_id,
+                                   session_id__in=["", session.session_id])
+
+
+def session_artifact_page(session: Session, *, size: int, token: str | None = None) -> Page[Artifact]:
+    """A page of the artifacts a session can read, each with `version_count` and `latest_version`
+    (subqueries per artifact listed, not its versions loaded)."""
+    versions = ArtifactVersion.objects.filter(artifact=OuterRef("pk")).order_by()
+    counted = versions.values("artifact").annotate(n=Count("pk")).values("n")
+    rows = _readable(session).annotate(
+        version_count=Subquery(counted, output_field=IntegerField()),
+        latest_version=Subquery(versions.order_by("-version").values("version")[:1]),
     )
-    return list(rows)
+    return keyset_page(rows, order=ARTIFACT_ORDER, size=size, token=token)
+
+
+def session_artifact_count(session: Session) -> int:
+    return _readable(session).count()
+
+
+def session_artifact(session: Session, name: str) -> Artifact | None:
+    """The artifact the session reads under `name` (`user:` for its user's), with its versions."""
+    user_scoped = name.startswith(USER_PREFIX)
+    found = _readable(session).filter(
+        session_id="" if user_scoped else session.session_id, filename=name.removeprefix(USER_PREFIX)
+    )
+    versions = Prefetch("versions", queryset=ArtifactVersion.objects.order_by("version"))
+    return found.prefetch_related(versions).first()
 
 
 # ---- memory -------------------------------------------------------------------

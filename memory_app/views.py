@@ -138,14 +138,28 @@ def _artifacts(
     error: str = "",
     status: int = 200,
 ) -> HttpResponse:
-    artifacts = selectors.session_artifacts(session)
-    selected = next((a for a in artifacts if a.key == name), None) or (artifacts[0] if artifacts else None)
+    after = request.GET.get("after")
+    try:
+        page = selectors.session_artifact_page(session, size=selectors.ARTIFACTS_PAGE, token=after)
+    except ValueError:
+        message = ("The 'after' parameter is not a position of this list: follow the panel's own links, "
+                   "or open the panel again.")
+        return render(request, "400.html", {"message": message}, status=400)
+    if request.htmx and after:  # "more artifacts": the next names, in place of the button
+        context = {"session": session, "artifacts": page.rows, "more": page.next_token}
+        return render(request, "memory_app/artifacts_panel.html#artifact_items", context)
+    wanted = name or (page.rows[0].key if page.rows else None)
+    selected = selectors.session_artifact(session, wanted) if wanted else None
+    if selected is None and page.rows:  # a name it cannot read (or gone since): the first, as before
+        selected = selectors.session_artifact(session, page.rows[0].key)
     chosen = _chosen_version(selected, version) if selected else None
     if selected and version and chosen is None:
         error = error or f"{selected.key} has no version {version}."
     context = {
         "session": session,
-        "artifacts": artifacts,
+        "artifacts": page.rows,
+        "more": page.next_token,
+        "artifact_count": selectors.session_artifact_count(session),
         "selected": selected,
         "chosen": chosen,
         "preview": _preview(chosen) if chosen else None,

@@ -29,6 +29,7 @@ from django.db.models.expressions import RawSQL
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from . import page_tokens
 from .models import App, Event, Session
 
 MAX_QUERY_CHARS = 500
@@ -139,22 +140,31 @@ class SearchResults:
     hits: list[Hit]
     total: int
     terms: tuple[Term, ...]
+    next_token: str = ""  # where the next page starts (page_tokens); "" on the last page
+
+
+# Sessions updated last first, each session's events in order; (session, seq) is unique.
+HIT_ORDER = ("-session__update_time", "session_id", "seq")
 
 
 def search_events(
-    app: App, query: str, *, user_id: str | None = None, limit: int = 20, offset: int = 0
+    app: App, query: str, *, user_id: str | None = None, limit: int = 20, offset: int = 0, after: str | None = None
 ) -> SearchResults:
-    """Events of `app` (of one user's sessions with `user_id`) matching `query`:
-    sessions updated last first, each session's events in order. Raises
-    QueryError for a query with nothing to search."""
+    """Events of `app` (of one user's sessions with `user_id`) matching `query`, in HIT_ORDER:
+    the `limit` after the position `after` (a keyset page: a deep page costs what the first
+    does), or after skipping `offset` of them (the API's older form). Raises QueryError for a
+    query with nothing to search, ValueError for an `after` no page wrote."""
     terms = parse_query(query)
     events = _matching(terms).filter(session__app=app)
     if user_id:
         events = events.filter(session__user_id=user_id)
     total = events.count()
-    page = events.select_related("session").order_by("-session__update_time", "session_id", "seq")
-    page = page[max(offset, 0) : max(offset, 0) + max(limit, 0)]
-    return SearchResults([_hit(e, terms) for e in page], total, terms)
+    events = events.select_related("session")
+    if offset:
+        rows = events.order_by(*HIT_ORDER)[max(offset, 0) : max(offset, 0) + max(limit, 0)]
+        return SearchResults([_hit(e, terms) for e in rows], total, terms)
+    page = page_tokens.keyset_page(events, order=HIT_ORDER, size=max(limit, 0), token=after)
+    return SearchResults([_hit(e, terms) for e in page.rows], total, terms, page.next_token)
 
 
 def _hit(event: Event, terms: tuple[Term, ...]) -> Hit:

@@ -83,30 +83,34 @@ def session_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 SEARCH_PAGE_SIZE = 20
-SEARCH_MAX_PAGE = 10_000  # keeps the offset a number every database takes
 
 
 @require_GET
 def event_search(request: HtmxHttpRequest, app_name: str) -> HttpResponse:
-    """Events of one app matching `?q=` (optionally one user's, `?user=`), a page at
-    a time; htmx requests aimed at the results get only the results."""
+    """Events of one app matching `?q=` (optionally one user's, `?user=`), a keyset page at a
+    time from `?after=`; htmx requests aimed at the results get only the results, and "more
+    results" (aimed at its own row) only the next hits."""
     app = selectors.app_by_name(app_name)
     if app is None and app_name not in runtime.agent_names():
         raise Http404(f"No app named {app_name!r}.")
     q, user_id = request.GET.get("q", "").strip(), request.GET.get("user", "").strip()
-    page = min(max(int_or_404(request.GET.get("page")) or 1, 1), SEARCH_MAX_PAGE)
+    after = request.GET.get("after") or None
     results, error = None, ""
     try:
         if q and app is None:  # an agent with nothing stored yet
             results = search.SearchResults([], 0, search.parse_query(q))
         elif q:
-            offset = (page - 1) * SEARCH_PAGE_SIZE
-            results = search.search_events(app, q, user_id=user_id or None, limit=SEARCH_PAGE_SIZE, offset=offset)
+            results = search.search_events(app, q, user_id=user_id or None, limit=SEARCH_PAGE_SIZE, after=after)
     except search.QueryError as exc:
         error = f"The search {exc}"
-    pages = -(-results.total // SEARCH_PAGE_SIZE) if results else 0
+    except ValueError:
+        message = ("The 'after' parameter is not a position of this search: follow the page's own links, "
+                   "or start again from the first page.")
+        return render(request, "400.html", {"message": message}, status=400)
     context = {"app_name": app_name, "q": q, "user_filter": user_id, "results": results, "error": error,
-               "page": page, "pages": pages, "searched": bool(q)}
+               "after": after, "searched": bool(q)}
+    if request.htmx and request.htmx.target == "search-more":
+        return render(request, "sessions_app/partials/search_results.html#hits", context)
     partial = request.htmx and request.htmx.target == "search-results"
     template = "sessions_app/partials/search_results.html" if partial else "sessions_app/search.html"
     return render(request, template, context)

@@ -1,10 +1,11 @@
 """Our eval API, for scripts and CI: list eval sets, start a run, read a run's progress and results."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from google.adk.evaluation.eval_metrics import EvalMetric
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
@@ -13,11 +14,57 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access.fields import StrictCharField, StrictIntegerField
+from sessions_app.page_tokens import NEXT_PAGE_HEADER, Page
 from sessions_app.runtime import agent_names
 
 from .. import judges, metrics, selectors, services
 from ..evalset_files import EvalSetFileError, metric_problem, user_simulator_config_json
 from ..models import EvalRun, EvalSet
+
+
+PAGE_MAX = 1000
+
+
+class PageQuery(serializers.Serializer):
+    page_size = serializers.IntegerField(
+        required=False, min_value=1, max_value=PAGE_MAX,
+        help_text=f"Page the list: at most this many; the `{NEXT_PAGE_HEADER}` response header, when present, is the "
+                  "`page_token` of the next page (keyset: every page costs the first's). Without it, the whole list.",
+    )
+    page_token = serializers.CharField(
+        required=False, help_text=f"The `{NEXT_PAGE_HEADER}` header of the previous page (needs `page_size`)."
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "page_token" in attrs and "page_size" not in attrs:
+            raise ValidationError({"page_token": ["Needs page_size (the size of the pages it continues)."]})
+        return attrs
+
+
+NEXT_PAGE = OpenApiParameter(NEXT_PAGE_HEADER, str, OpenApiParameter.HEADER, response=[200],
+                             description="With `page_size`: the `page_token` of the next page; absent on the last page.")
+
+
+def _page_query(request: Request) -> dict[str, Any]:
+    # A plain dict: from a QueryDict, DRF takes a blank optional field for an absent one.
+    query = PageQuery(data=request.query_params.dict())
+    query.is_valid(raise_exception=True)
+    return dict(query.validated_data)
+
+
+def _read_page(read: Callable[..., Page[Any]], query: dict[str, Any]) -> Page[Any]:
+    """`read`'s page of `query`'s size after its token; a 400 naming page_token for one no page wrote."""
+    try:
+        return read(size=query["page_size"], token=query.get("page_token"))
+    except ValueError as exc:
+        raise ValidationError({"page_token": ["Not a page token of this list; pass the last page's "
+                                              f"{NEXT_PAGE_HEADER} header as it came."]}) from exc
+
+
+def _with_next(response: Response, page: Page[Any]) -> Response:
+    if page.next_token:
+        response[NEXT_PAGE_HEADER] = page.next_token
+    return response
 
 
 class EvalSetListApi(APIView):
@@ -29,9 +76,15 @@ class EvalSetListApi(APIView):
         case_count = serializers.IntegerField()
         criteria = serializers.JSONField()
 
-    @extend_schema(operation_id="eval_set_list", tags=["evals"], responses=OutputSerializer(many=True))
+    @extend_schema(operation_id="eval_set_list", tags=["evals"], parameters=[PageQuery, NEXT_PAGE],
+                   responses=OutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        return Response(self.OutputSerializer(selectors.eval_set_list(), many=True).data)
+        """Every eval set, by agent and id; `page_size` pages the list (keyset)."""
+        query = _page_query(request)
+        if "page_size" not in query:
+            return Response(self.OutputSerializer(selectors.eval_set_list(), many=True).data)
+        page = _read_page(selectors.eval_set_page, query)
+        return _with_next(Response(self.OutputSerializer(page.rows, many=True).data), page)
 
 
 class RunOutputSerializer(serializers.Serializer):
@@ -118,13 +171,19 @@ class EvalRunDetailApi(APIView):
         judge_samples = serializers.JSONField(help_text="Each judge call: metric, invocation, sample, verdicts.")
 
     @extend_schema(
-        operation_id="eval_run_detail", tags=["evals"],
+        operation_id="eval_run_detail", tags=["evals"], parameters=[PageQuery, NEXT_PAGE],
         responses=inline_serializer("EvalRunDetail", fields={
             **RunOutputSerializer().fields, "results": ResultSerializer(many=True),
         }),
     )
     def get(self, request: Request, pk: int) -> Response:
+        """The run, and its results in case order: all of them, or with `page_size` a page (keyset)."""
+        query = _page_query(request)
         run = get_object_or_404(EvalRun.objects.select_related("eval_set"), pk=pk)
         body: dict[str, Any] = dict(RunOutputSerializer(run).data)
-        body["results"] = self.ResultSerializer(selectors.run_results_by_case(run), many=True).data
-        return Response(body)
+        if "page_size" not in query:
+            body["results"] = self.ResultSerializer(selectors.run_results_by_case(run), many=True).data
+            return Response(body)
+        page = _read_page(lambda **kw: selectors.run_results_by_case_page(run, **kw), query)
+        body["results"] = self.ResultSerializer(page.rows, many=True).data
+        return _with_next(Response(body), page)

@@ -41,12 +41,24 @@ class EventSearchApi(AdkApi):
                                   help_text='Words (all must match), "quoted phrases", prefix*: at least one letter or digit.')
         user_id = serializers.CharField(required=False, default="", help_text="Only this user's sessions.")
         limit = serializers.IntegerField(min_value=1, max_value=SEARCH_PAGE_MAX, default=20)
-        offset = serializers.IntegerField(min_value=0, max_value=1_000_000, default=0)
+        offset = serializers.IntegerField(min_value=0, max_value=1_000_000, default=0,
+                                          help_text="Skip this many hits (scans past them); `page_token` does not.")
+        page_token = serializers.CharField(required=False, allow_blank=True, help_text=(
+            "The previous page's `nextPageToken`: the page after it, keyset (every page costs the first's). "
+            "Blank: the first page."))
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if attrs["offset"] and attrs.get("page_token"):
+                raise ValidationError({"page_token": ["Not with offset: a page token names where its page starts."]})
+            return attrs
 
     @extend_schema_serializer(component_name="EventSearchResults")
     class OutputSerializer(serializers.Serializer):
         total = serializers.IntegerField(help_text="Events matching, over every page.")
         hits = HitSerializer(many=True, help_text="Sessions updated last first, each one's events in order.")
+        nextPageToken = serializers.CharField(
+            required=False, help_text="The `page_token` of the next page; absent on the last page (and with `offset`)."
+        )
 
     @extend_schema(operation_id="event_search", tags=["events"], parameters=[InputSerializer],
                    responses={200: OutputSerializer})
@@ -58,10 +70,17 @@ class EventSearchApi(AdkApi):
         try:
             terms = search.parse_query(query["q"])
             results = search.search_events(app, query["q"], user_id=query["user_id"] or None, limit=query["limit"],
-                                           offset=query["offset"]) if app else search.SearchResults([], 0, terms)
+                                           offset=query["offset"], after=query.get("page_token") or None,
+                                           ) if app else search.SearchResults([], 0, terms)
         except search.QueryError as exc:
             raise ValidationError({"q": [str(exc)]}) from exc
-        return Response(self.OutputSerializer({"total": results.total, "hits": [_hit(h) for h in results.hits]}).data)
+        except ValueError as exc:
+            raise ValidationError({"page_token": ["Not a page token of this search; pass the last page's "
+                                                  "nextPageToken as it came."]}) from exc
+        body: dict[str, Any] = {"total": results.total, "hits": [_hit(h) for h in results.hits]}
+        if results.next_token:
+            body["nextPageToken"] = results.next_token
+        return Response(self.OutputSerializer(body).data)
 
 
 def _hit(hit: search.Hit) -> dict[str, Any]:

@@ -93,7 +93,7 @@ def _create_session(
     return session
 
 
-NEXT_PAGE_HEADER = "X-Next-Page-Token"
+NEXT_PAGE_HEADER = page_tokens.NEXT_PAGE_HEADER
 SESSIONS_PAGE_MAX = 1000
 
 

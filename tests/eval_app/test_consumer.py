@@ -49,7 +49,7 @@ async def test_it_streams_progress_and_case_rows_until_the_run_completes():
     messages = []
     while not any("completed" in m and 'id="run-header"' in m for m in messages):
         messages.append(await comm.receive_from(timeout=5))
-    rows = [i for i, m in enumerate(messages) if m.startswith('<tbody hx-swap-oob="beforeend:#case-results">')]
+    rows = [i for i, m in enumerate(messages) if m.startswith('<tbody hx-swap-oob="afterbegin:#case-results">')]
     assert len(rows) == 2 and all('<tr id="result-' in messages[i] for i in rows)
     # Each row is followed by the progress it brought.
     assert 'aria-valuenow="50"' in messages[rows[0] + 1] and 'aria-valuenow="100"' in messages[rows[1] + 1]
@@ -87,7 +87,7 @@ async def test_each_change_is_rendered_once_whatever_the_number_of_viewers(monke
     # Running, the case's row and progress, finished: four frames each, from four renders in all.
     for comm in viewers:
         frames = [await comm.receive_from(timeout=5) for _ in range(4)]
-        assert sum(f.startswith('<tbody hx-swap-oob="beforeend:#case-results">') for f in frames) == 1
+        assert sum(f.startswith('<tbody hx-swap-oob="afterbegin:#case-results">') for f in frames) == 1
         assert "completed" in frames[-1]
         assert await comm.receive_nothing(timeout=0.1)
         await comm.disconnect()

@@ -311,3 +311,11 @@ def test_a_metric_that_needs_vertex_ai_is_offered_disabled_with_its_reason(clien
     [error] = re.findall(r'<ul class="errorlist"[^>]*><li>(.*?)</li>', response.content.decode(), re.S)
     assert html.unescape(error).count("response_evaluation_score") == 1 and "cannot run offline" in error
     assert not EvalRun.objects.exists()
+
+
+def test_the_run_form_refuses_a_case_id_the_set_does_not_hold_naming_it(client, demo_set):
+    # The ids are checked against the set's cases in the database (the form no longer lists them all).
+    response = client.post(reverse("eval_app:run_create", args=[demo_set.pk]), run_form(
+        scope="selected", eval_ids=["greeting", "no_such_case"], repeats="1"))
+    assert response.status_code == 400 and "no_such_case" in response.content.decode()
+    assert not EvalRun.objects.exists()

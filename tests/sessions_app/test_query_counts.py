@@ -54,6 +54,12 @@ def newest_position() -> str:
     return page_tokens.encode(["-updated", newest.update_time, newest.pk])
 
 
+def search_position() -> str:
+    """The search's position of the newest session's first event: the page after it lists the rest."""
+    newest = SessionRow.objects.filter(app__name=APP).order_by("-update_time").first()
+    return page_tokens.encode([newest.update_time, newest.pk, 1])
+
+
 def queries(client, url: str) -> int:
     client.get(url)  # once first: what a page caches (its app, the agents it knows) is not what is counted
     with CaptureQueriesContext(connection) as captured:
@@ -73,6 +79,8 @@ SESSION_LISTS = {
     "API session list": lambda: f"/api/apps/{APP}/users/ann/sessions",
     "API search": lambda: f"/api/apps/{APP}/search?q=word",
     "search page": lambda: f"/apps/{APP}/search/?q=word",
+    "search page after a position": lambda: f"/apps/{APP}/search/?q=word&after={search_position()}",
+    "API search after a position": lambda: f"/api/apps/{APP}/search?q=word&page_token={search_position()}",
 }
 EVENT_LISTS = {
     "session page": lambda: f"/sessions/{long_pk()}/",

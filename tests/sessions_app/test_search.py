@@ -182,11 +182,16 @@ def test_an_htmx_request_for_the_results_gets_only_the_results(client, store):
 def test_the_search_page_pages(client, store):
     row = store("s-1", *[said(f"item {i}") for i in range(25)])
     first = client.get(f"/apps/{APP}/search/", {"q": "item"}).content.decode()
-    second = client.get(f"/apps/{APP}/search/", {"q": "item", "page": 2}).content.decode()
-    assert first.count('class="search-hit"') == 20 and "page 1 of 2" in first and "page=2" in first
+    assert first.count('class="search-hit"') == 20 and 'id="search-more"' in first
+    after = re.search(r'after=([^"&]+)"', first).group(1)
+    more = {"HX-Request": "true", "HX-Target": "search-more"}
+    second = client.get(f"/apps/{APP}/search/?q=item&after={after}", headers=more).content.decode()
+    # Only the next hits (and no further button): htmx puts them in place of "more results".
     assert second.count('class="search-hit"') == 5 and f"/sessions/{row.pk}/?at=25" in second
-    assert client.get(f"/apps/{APP}/search/", {"q": "item", "page": 10**40}).status_code == 200
-    assert client.get(f"/apps/{APP}/search/", {"q": "item", "page": "two"}).status_code == 404
+    assert 'id="search-more"' not in second and 'id="search-count"' not in second
+    assert {h for h in re.findall(r'id="hit-[^"]+"', first)}.isdisjoint(re.findall(r'id="hit-[^"]+"', second))
+    refused = client.get(f"/apps/{APP}/search/", {"q": "item", "after": "two"})
+    assert refused.status_code == 400 and "after" in refused.content.decode()
 
 
 @pytest.mark.parametrize("hostile", [
@@ -243,11 +248,16 @@ def test_the_api_answers_hits_as_json(client, store):
     assert body["hits"][0]["timestamp"] == EventRow.objects.get(session__session_id="s-2").timestamp
     paged = client.get(f"/api/apps/{APP}/search", {"q": "order", "limit": 1, "offset": 1}).json()
     assert paged["total"] == 2 and [h["sessionId"] for h in paged["hits"]] == ["s-1"]
+    first = client.get(f"/api/apps/{APP}/search", {"q": "order", "limit": 1}).json()
+    assert [h["sessionId"] for h in first["hits"]] == ["s-2"] and first["nextPageToken"]
+    second = client.get(f"/api/apps/{APP}/search", {"q": "order", "limit": 1, "page_token": first["nextPageToken"]}).json()
+    assert [h["sessionId"] for h in second["hits"]] == ["s-1"] and "nextPageToken" not in second
 
 
 @pytest.mark.parametrize(("params", "field"), [
     ({"q": '"'}, "q"), ({"q": "- *"}, "q"), ({"q": "x" * 501}, "q"), ({}, "q"), ({"q": "x", "limit": 0}, "limit"),
     ({"q": "x", "offset": -1}, "offset"), ({"q": "x", "limit": "many"}, "limit"),
+    ({"q": "x", "page_token": "nope"}, "page_token"), ({"q": "x", "page_token": "WzFd", "offset": 1}, "page_token"),
 ])
 def test_the_api_refuses_what_it_cannot_search_naming_the_field(client, store, params, field):
     store("s-1", said("x"))

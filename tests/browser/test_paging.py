@@ -1,0 +1,69 @@
+"""Long eval lists page in chromium (#27): a run's results arrive live on top while it runs,
+and once it is over the page shows the newest page, "older results" loading the rest below,
+each row once; a set's cases page with "more cases" the same way."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from eval_app import metrics, selectors, services
+from eval_app.models import EvalRun
+from tests.eval_app.conftest import AGENT, demo_set  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+RESULTS_PAGE, CASES_PAGE = 4, 2  # small pages, so the demo's few cases make several
+
+
+def result_pks(page) -> list[int]:
+    return [int(i.removeprefix("result-")) for i in page.locator("#case-results tr.result").evaluate_all(
+        "rows => rows.map(r => r.id)")]
+
+
+def test_a_runs_results_page_through_older_results_after_arriving_live(live_server, page, settings, monkeypatch,
+                                                                      demo_set):  # noqa: F811
+    monkeypatch.setattr(selectors, "RESULTS_PAGE", RESULTS_PAGE)  # the live server runs in this process
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+    run = services.eval_run_create(eval_set=demo_set, app_name=AGENT, repeats=3,
+                                   metrics=metrics.eval_metrics({"response_match_score": 0.8}))
+    page.goto(f"{live_server.url}/evals/runs/{run.pk}/")
+    expect(page.locator("#run-status")).to_have_text("queued")
+    live_server.call(services.eval_run_execute_inline, EvalRun.objects.get(pk=run.pk))
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=60_000)
+    newest_first = list(run.results.order_by("-pk").values_list("pk", flat=True))
+    assert len(newest_first) > 2 * RESULTS_PAGE
+    # Watched live, every row arrived, each on top of the ones before it; no button was needed.
+    expect(page.locator("#case-results tr.result")).to_have_count(len(newest_first))
+    assert result_pks(page) == newest_first and page.locator("#results-older").count() == 0
+
+    page.reload()
+    expect(page.locator("#case-results tr.result")).to_have_count(RESULTS_PAGE)
+    clicks = 0
+    while page.locator("#results-older").count():
+        shown = page.locator("#case-results tr.result").count()
+        page.click("#results-older a")
+        expect(page.locator("#case-results tr.result")).to_have_count(min(shown + RESULTS_PAGE, len(newest_first)))
+        clicks += 1
+    assert clicks == -(-len(newest_first) // RESULTS_PAGE) - 1
+    assert result_pks(page) == newest_first
+    assert page.url.endswith(f"/evals/runs/{run.pk}/")  # loaded in place, the address unchanged
+    assert page.js_errors == []
+
+
+def test_a_sets_cases_page_with_more_cases(live_server, page, monkeypatch, demo_set):  # noqa: F811
+    monkeypatch.setattr(selectors, "CASES_PAGE", CASES_PAGE)
+    page.goto(f"{live_server.url}/evals/sets/{demo_set.pk}/")
+    total = demo_set.cases.count()
+    expect(page.locator("#case-count")).to_have_text(str(total))
+    expect(page.locator("table.cases tbody tr[id^=case-]")).to_have_count(CASES_PAGE)
+    rows = page.locator("table.cases tbody tr[id^=case-]")
+    while page.locator("#cases-more").count():
+        shown = rows.count()
+        page.click("#cases-more a")
+        expect(rows).to_have_count(min(shown + CASES_PAGE, total))
+    ids = rows.locator("td:nth-child(2)").all_inner_texts()
+    assert ids == list(demo_set.cases.order_by("position", "pk").values_list("eval_id", flat=True))
+    # A case from a later page is chosen like any other: its box belongs to the run form.
+    page.check(f"input[name=eval_ids][value={ids[-1]}]")
+    assert re.search(r"/evals/sets/\d+/$", page.url) and page.js_errors == []
