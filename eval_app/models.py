@@ -106,6 +106,9 @@ class EvalRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    metric_means = models.JSONField(
+        null=True, blank=True, help_text="Mean score per metric over the results, stored as the run ends (empty while it runs)."
+    )
 
     class Meta:
         ordering = ["-pk"]

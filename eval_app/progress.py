@@ -18,7 +18,7 @@ from django.utils import timezone
 from sessions_app import relay
 from sessions_app.selectors import session_find
 
-from . import broadcast
+from . import broadcast, scores
 from .models import EvalCaseResult, EvalInvocationResult, EvalRun, EvalWorkItem
 
 
@@ -48,10 +48,11 @@ def eval_run_refresh(*, run_pk: int) -> str | None:
     if status == EvalRun.RUNNING and run.started_at is None:
         fields["started_at"] = now
     if status in EvalRun.ACTIVE:
-        fields["finished_at"] = None
+        fields["finished_at"] = fields["metric_means"] = None
     else:
         fields["finished_at"] = now
         fields["elapsed_seconds"] = (now - (run.started_at or run.created_at)).total_seconds()
+        fields["metric_means"] = scores.metric_means([run_pk]).get(run_pk, {})
     EvalRun.objects.filter(pk=run_pk).update(**fields)
     eval_run_changed(run_pk=run_pk)
     return status

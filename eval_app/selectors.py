@@ -26,6 +26,8 @@ from sessions_app.models import Session
 from sessions_app.sandbox import real_app_name
 
 from . import diffs, metrics
+from .scores import metric_means as results_metric_means
+from .scores import is_score
 from .evalset_files import build_eval_set
 from .models import EvalCase, EvalCaseResult, EvalRun, EvalSet
 
@@ -259,10 +261,6 @@ def pending_items(run: EvalRun) -> list[WorkItem]:
 # ---- run history and trend --------------------------------------------------
 
 
-def is_score(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 @dataclass
 class RunSummary:
     run: EvalRun
@@ -285,17 +283,14 @@ def run_history_page(eval_set: EvalSet, *, size: int, token: str | None = None) 
 
 
 def run_summaries(runs: list[EvalRun]) -> list[RunSummary]:
-    """Each run with its mean score per metric: one query for all their results' scores."""
-    scores: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for run_pk, case_metrics in EvalCaseResult.objects.filter(run__in=runs).values_list("run_id", "metrics"):
-        for m in case_metrics:
-            if is_score(m.get("score")):
-                scores[run_pk][m["metric_name"]].append(m["score"])
-    return [
-        RunSummary(run, {name: (mean(scores[run.pk][name]) if scores[run.pk][name] else None)
-                         for name in run.metric_names})
-        for run in runs
-    ]
+    """Each run with its mean score per metric: stored on the finished runs,
+    read from the results (one query) for those still running."""
+    computed = results_metric_means([run.pk for run in runs if run.metric_means is None])
+    summaries = []
+    for run in runs:
+        means = run.metric_means if run.metric_means is not None else computed.get(run.pk, {})
+        summaries.append(RunSummary(run, {name: means.get(name) for name in run.metric_names}))
+    return summaries
 
 
 # One colour, dash pattern and marker per line, in the order the lines are drawn

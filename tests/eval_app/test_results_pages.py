@@ -19,8 +19,10 @@ from google.adk.evaluation.eval_metrics import (
 )
 from google.adk.evaluation.eval_rubrics import RubricScore
 
-from eval_app import selectors
-from eval_app.models import EvalCase, EvalCaseResult, EvalInvocationResult, EvalRun, EvalSet
+from django.db import transaction
+
+from eval_app import progress, selectors
+from eval_app.models import EvalCase, EvalCaseResult, EvalInvocationResult, EvalRun, EvalSet, EvalWorkItem
 from runtime_app.demo import DEMO_SESSION, DEMO_USER, load_demo
 from sessions_app.models import App, Session
 
@@ -371,3 +373,25 @@ def test_hostile_and_odd_stored_values_render_inert(client, demo_set):
         page = response.content.decode()
         assert response.status_code == 200, url
         assert "<script>window" not in page and "&lt;script&gt;window.__xss=1&lt;/script&gt;" in page, url
+
+
+def test_a_run_keeps_its_mean_scores_as_it_ends_so_its_history_reads_no_results(demo_set, django_assert_num_queries):
+    metrics = [{"metric_name": "tool_trajectory_avg_score", "threshold": 1.0}]
+    run = make_run(demo_set, metrics=metrics)
+    EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.RUNNING)
+    for eval_id, score in (("greeting", 1.0), ("plan_lisbon", 0.5)):
+        add_result(run, eval_id, status="passed", metrics=[metric("tool_trajectory_avg_score", score, PASSED)])
+        EvalWorkItem.objects.create(run=run, eval_id=eval_id, state=EvalWorkItem.DONE)
+    running = EvalRun.objects.get(pk=run.pk)
+    assert running.metric_means is None
+    with django_assert_num_queries(1):  # still running: read from its results
+        [summary] = selectors.run_summaries([running])
+    assert summary.metric_means == {"tool_trajectory_avg_score": 0.75}
+
+    with transaction.atomic():
+        assert progress.eval_run_refresh(run_pk=run.pk) == EvalRun.COMPLETED
+    ended = EvalRun.objects.get(pk=run.pk)
+    assert ended.metric_means == {"tool_trajectory_avg_score": 0.75}
+    with django_assert_num_queries(0):
+        [summary] = selectors.run_summaries([ended])
+    assert summary.metric_means == {"tool_trajectory_avg_score": 0.75}
