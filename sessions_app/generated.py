@@ -167,7 +167,7 @@ def _bulk_fill(generated: GeneratedApp, indexes: range, batch: int) -> None:
             rows = _Rows()
             for s in chunk:
                 _session_rows(generated, s, app, ids, scopes, rows)
-            _write(cursor, app, scopes, rows)
+            _write(cursor, app, scopes, rows, ids)
 
 
 def _lock_tables(cursor: Any) -> None:
@@ -257,7 +257,7 @@ def _session_rows(generated: GeneratedApp, s: int, app: App, ids: _Ids, scopes: 
     rows.sessions.append(session)
 
 
-def _write(cursor: Any, app: App, scopes: _Scopes, rows: _Rows) -> None:
+def _write(cursor: Any, app: App, scopes: _Scopes, rows: _Rows, ids: _Ids) -> None:
     Session.objects.bulk_create(rows.sessions, batch_size=1000)
     _insert(cursor, EventRow._meta.db_table, EVENT_ROW, rows.events)
     _insert(cursor, StateChange._meta.db_table, CHANGE_ROW, rows.changes)
@@ -268,11 +268,10 @@ def _write(cursor: Any, app: App, scopes: _Scopes, rows: _Rows) -> None:
     UserState.objects.bulk_update([UserState(pk=pk, state=scopes.users[u][0], update_time=scopes.users[u][1])
                                    for pk, u in UserState.objects.filter(app=app, user_id__in=existing)
                                    .values_list("pk", "user_id")], ["state", "update_time"], batch_size=500)
-    if connection.vendor == "postgresql":  # explicit ids leave the identity sequences behind
-        for model in (Session, EventRow, StateChange):
-            table = model._meta.db_table
-            cursor.execute(f"SELECT setval(counter, GREATEST(MAX(t.id), pg_sequence_last_value(counter))) FROM {table} t,"
-                           f" pg_get_serial_sequence('{table}', 'id') AS counter GROUP BY counter HAVING MAX(t.id) IS NOT NULL")
+    if connection.vendor == "postgresql":  # explicit ids leave the identity counters behind: set them on
+        for model, last in ((Session, ids.session - 1), (EventRow, ids.event - 1), (StateChange, ids.change - 1)):
+            if last > 0:
+                cursor.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), %s)", [model._meta.db_table, last])
 
 
 def _insert(cursor: Any, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
