@@ -90,6 +90,7 @@ django.setup()
 
 from asgiref.sync import sync_to_async  # noqa: E402
 from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.test import Client  # noqa: E402
 from google.adk.events.event import Event  # noqa: E402
@@ -101,7 +102,6 @@ from google.adk.sessions.state import State  # noqa: E402
 
 from adkui.adk import DjangoSessionService  # noqa: E402
 from sessions_app.generated import BASE_TIME, bulk_fill, fill  # noqa: E402
-from session_bench import analyze  # noqa: E402  (bench/ is this script's folder)
 from sessions_app.generated import GeneratedApp as Spec  # noqa: E402
 from sessions_app.models import Session as SessionRow  # noqa: E402
 from sqlalchemy import func, insert, select  # noqa: E402
@@ -111,6 +111,13 @@ SAMPLE = 3  # sessions read back from every store before timing
 RUN = f"{int(time.time()):x}"  # this run's new sessions and events, apart from an earlier run's in a reused store
 GENERATED_IDS = "s-%"  # what `GeneratedApp.session_id` gives: the bench's own new sessions are not counted
 PAGE_LIMIT_MS = 150.0
+
+
+def analyze() -> None:
+    """Planner statistics of ours before timing reads: PostgreSQL's autovacuum gathers them within a
+    minute of this many inserts; SQLite only when asked (`ANALYZE`, which the bulk builder runs)."""
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
 
 
 def adk_database_url() -> str:

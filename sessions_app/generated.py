@@ -168,6 +168,11 @@ def _bulk_fill(generated: GeneratedApp, indexes: range, batch: int) -> None:
             for s in chunk:
                 _session_rows(generated, s, app, ids, scopes, rows)
             _write(cursor, app, scopes, rows, ids)
+    # Planner statistics, as after any bulk load: SQLite keeps none until asked, and without them it
+    # counts "needs attention" through the errors index rather than the partial one made for it.
+    with connection.cursor() as cursor:
+        for model in (Session, EventRow, StateChange, UserState):
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
 
 
 def _lock_tables(cursor: Any) -> None:
