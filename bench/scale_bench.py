@@ -26,11 +26,22 @@ page, the app page (default, sorted by health, "needs attention", one user),
 a session page, search, key history and the API's session lists.
 
     python bench/scale_bench.py [--sizes 1000,10000] [--events 5] [--per-user 50] [--repeat 15]
+                                [--bulk] [--store DIR] [--appends 200]
 
 Ours runs on a fresh SQLite file, or DATABASE_URL (PostgreSQL: a database the
 bench may fill; ADK's DatabaseSessionService then runs on the same server,
-in a schema of its own tables). 100 000 sessions with 100 events each (10M
-events) is `--sizes 100000 --events 100`: hours of filling on a laptop.
+in a schema of its own tables). `--bulk` fills ours with the bulk builder
+(`generated.bulk_fill`, the write path's rows many sessions to a statement;
+tests/sessions_app/test_generated_bulk.py holds them equal) instead of the
+write path itself. `--store DIR` keeps the SQLite files there and reuses a
+store that holds a size's sessions already (ours, each of ADK's), so a second
+run times without filling again; a store only partly filled is an error.
+ADK's stores are filled --chunk sessions at a time.
+
+Append throughput (--appends events, one after another, to a new session) is
+timed in the filled store and in an empty one (a fresh SQLite file, or on
+PostgreSQL the database `<name>_empty`, dropped and made again), in a child
+process, and the targets of #27 are printed as met or not.
 """
 from __future__ import annotations
 
@@ -40,6 +51,7 @@ import json
 import os
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,7 +62,20 @@ from typing import Any, Awaitable, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-TMP = Path(tempfile.mkdtemp(prefix="adkui-scale-"))
+
+
+def _store_dir() -> Path:
+    """--store, read before Django is set up (ours defaults to a SQLite file in it)."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--store")
+    folder = early.parse_known_args()[0].store
+    if folder is None:
+        return Path(tempfile.mkdtemp(prefix="adkui-scale-"))
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return Path(folder).resolve()
+
+
+TMP = _store_dir()
 os.environ.setdefault("DATABASE_URL", f"sqlite:///{TMP / 'adkui.sqlite3'}")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adkui.settings")
 os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")
@@ -59,11 +84,13 @@ os.environ["ADKUI_LOCAL_DEV"] = "0"
 os.environ.setdefault("DB_POOL", "0")  # the test Client and the bench share this thread's connection
 
 import django  # noqa: E402
+import psycopg  # noqa: E402
 
 django.setup()
 
 from asgiref.sync import sync_to_async  # noqa: E402
 from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.test import Client  # noqa: E402
 from google.adk.events.event import Event  # noqa: E402
@@ -74,12 +101,31 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService  # n
 from google.adk.sessions.state import State  # noqa: E402
 
 from adkui.adk import DjangoSessionService  # noqa: E402
-from sessions_app.generated import BASE_TIME, fill  # noqa: E402
-from session_bench import adk_database_url, analyze  # noqa: E402  (bench/ is this script's folder)
+from sessions_app.generated import BASE_TIME, bulk_fill, fill  # noqa: E402
 from sessions_app.generated import GeneratedApp as Spec  # noqa: E402
 from sessions_app.models import Session as SessionRow  # noqa: E402
+from sqlalchemy import func, insert, select  # noqa: E402
+from sqlalchemy import inspect as sa_inspect  # noqa: E402
 
 SAMPLE = 3  # sessions read back from every store before timing
+RUN = f"{int(time.time()):x}"  # this run's new sessions and events, apart from an earlier run's in a reused store
+GENERATED_IDS = "s-%"  # what `GeneratedApp.session_id` gives: the bench's own new sessions are not counted
+PAGE_LIMIT_MS = 150.0
+
+
+def analyze() -> None:
+    """Planner statistics of ours before timing reads: PostgreSQL's autovacuum gathers them within a
+    minute of this many inserts; SQLite only when asked (`ANALYZE`, which the bulk builder runs)."""
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+
+def adk_database_url() -> str:
+    """ADK's DatabaseSessionService beside ours: the same PostgreSQL server, or a SQLite file in the store folder."""
+    url = os.environ["DATABASE_URL"]
+    if url.startswith(("postgres://", "postgresql://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return f"sqlite+aiosqlite:///{TMP / 'adk_db.db'}"
 
 
 # ---- the data ---------------------------------------------------------------
@@ -101,8 +147,9 @@ def scoped(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[
     return app, user, own
 
 
-def build(spec: Spec, indexes: range) -> Built:
-    built = Built()
+def build(spec: Spec, indexes: range, built: Built) -> Built:
+    """`built`'s shared scopes carried on over `indexes`, and those sessions' rows (only theirs)."""
+    built.sessions = []
     for s in indexes:
         app, user, own = scoped(spec.initial_state(s))
         built.app_state.update(app)
@@ -121,13 +168,16 @@ def build(spec: Spec, indexes: range) -> Built:
 # ---- filling the three stores --------------------------------------------------
 
 
-def fill_adk_sqlite(path: Path, spec: Spec, built: Built) -> None:
-    """ADK SqliteSessionService's rows, as its create_session and append_event write them."""
+def fill_adk_sqlite(path: Path, spec: Spec, built: Built, *, last: bool) -> None:
+    """ADK SqliteSessionService's rows, as its create_session and append_event write them
+    (the sessions of `built`; the shared scopes once `last`)."""
     db = sqlite3.connect(path)
     with db:
-        db.execute("INSERT OR REPLACE INTO app_states VALUES (?, ?, ?)", (spec.app, json.dumps(built.app_state), BASE_TIME))
-        db.executemany("INSERT OR REPLACE INTO user_states VALUES (?, ?, ?, ?)",
-                       [(spec.app, u, json.dumps(st), BASE_TIME) for u, st in built.user_states.items()])
+        if last:
+            db.execute("INSERT OR REPLACE INTO app_states VALUES (?, ?, ?)",
+                       (spec.app, json.dumps(built.app_state), BASE_TIME))
+            db.executemany("INSERT OR REPLACE INTO user_states VALUES (?, ?, ?, ?)",
+                           [(spec.app, u, json.dumps(st), BASE_TIME) for u, st in built.user_states.items()])
         db.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
                        [(spec.app, u, sid, json.dumps(st), c, up) for u, sid, st, c, up, _ in built.sessions])
         db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", [
@@ -137,8 +187,8 @@ def fill_adk_sqlite(path: Path, spec: Spec, built: Built) -> None:
     db.close()
 
 
-async def fill_adk_database(service: DatabaseSessionService, spec: Spec, built: Built) -> None:
-    """ADK DatabaseSessionService's rows, built by its own storage classes."""
+async def fill_adk_database(service: DatabaseSessionService, spec: Spec, built: Built, *, last: bool) -> None:
+    """ADK DatabaseSessionService's rows, built by its own storage classes (as `fill_adk_sqlite`)."""
     schema = service._get_schema_classes()
     naive = service._uses_naive_datetime()
 
@@ -147,15 +197,84 @@ async def fill_adk_database(service: DatabaseSessionService, spec: Spec, built: 
         return moment.replace(tzinfo=None) if naive else moment
 
     async with service.database_session_factory() as db:
-        db.add(schema.StorageAppState(app_name=spec.app, state=built.app_state, update_time=stamp(BASE_TIME)))
-        db.add_all([schema.StorageUserState(app_name=spec.app, user_id=u, state=st, update_time=stamp(BASE_TIME))
-                    for u, st in built.user_states.items()])
-        for u, sid, st, created, updated, events in built.sessions:
-            db.add(schema.StorageSession(app_name=spec.app, user_id=u, id=sid, state=st,
-                                         create_time=stamp(created), update_time=stamp(updated)))
+        if last:
+            db.add(schema.StorageAppState(app_name=spec.app, state=built.app_state, update_time=stamp(BASE_TIME)))
+            db.add_all([schema.StorageUserState(app_name=spec.app, user_id=u, state=st, update_time=stamp(BASE_TIME))
+                        for u, st in built.user_states.items()])
+        sessions, events = [], []
+        for u, sid, st, created, updated, own in built.sessions:
+            sessions.append(schema.StorageSession(app_name=spec.app, user_id=u, id=sid, state=st,
+                                                  create_time=stamp(created), update_time=stamp(updated)))
             stub = Session(app_name=spec.app, user_id=u, id=sid)
-            db.add_all([schema.StorageEvent.from_event(stub, e) for e in events])
+            events += [schema.StorageEvent.from_event(stub, e) for e in own]
+        # The rows of ADK's own objects, inserted as many rows to a statement (the unit of work
+        # took minutes a thousand sessions on aiosqlite).
+        for rows in (sessions, events):
+            if rows:
+                await db.execute(insert(type(rows[0])), [column_values(row) for row in rows])
         await db.commit()
+
+
+def column_values(row: Any) -> dict[str, Any]:
+    return {column.key: getattr(row, column.key) for column in sa_inspect(row).mapper.column_attrs}
+
+
+def adk_sqlite_count(path: Path, app: str) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT COUNT(*) FROM sessions WHERE app_name = ? AND id LIKE ?", (app, GENERATED_IDS)).fetchone()[0]
+    finally:
+        db.close()
+
+
+async def adk_database_count(service: DatabaseSessionService, app: str) -> int:
+    table = service._get_schema_classes().StorageSession
+    async with service.database_session_factory() as db:
+        return await db.scalar(select(func.count()).select_from(table).where(
+            table.app_name == app, table.id.like(GENERATED_IDS)))
+
+
+def ours_count(app: str) -> int:
+    return SessionRow.objects.filter(app__name=app, session_id__startswith=GENERATED_IDS[:-1]).count()
+
+
+def to_fill(name: str, count: int, spec: Spec) -> bool:
+    """Whether a store must be filled: empty yes, full no (reused), anything else is an error."""
+    if count == spec.sessions:
+        print(f"{name}: reusing the {count} sessions it holds")
+        return False
+    if count:
+        sys.exit(f"{name} holds {count} of the {spec.sessions} sessions of {spec.app}: partly filled; "
+                 "remove it (or that app's rows) and run again")
+    return True
+
+
+def fill_ours(spec: Spec, bulk: bool) -> float:
+    start = time.perf_counter()
+    if bulk:
+        bulk_fill(spec, range(spec.sessions), defer_indexes=True)
+    else:
+        fill(spec, range(spec.sessions))
+    return time.perf_counter() - start
+
+
+async def fill_adk(stores: dict[str, BaseSessionService], spec: Spec, chunk: int, sqlite_path: Path) -> None:
+    """ADK's two stores (those still empty), `chunk` sessions generated and written at a time."""
+    database = stores["ADK DatabaseSessionService"]
+    assert isinstance(database, DatabaseSessionService)
+    sqlite_empty = to_fill("ADK SqliteSessionService", adk_sqlite_count(sqlite_path, spec.app), spec)
+    database_empty = to_fill("ADK DatabaseSessionService", await adk_database_count(database, spec.app), spec)
+    if not (sqlite_empty or database_empty):
+        return
+    built, started = Built(), time.perf_counter()
+    for start in range(0, spec.sessions, chunk):
+        build(spec, range(start, min(start + chunk, spec.sessions)), built)
+        last = start + chunk >= spec.sessions
+        if sqlite_empty:
+            fill_adk_sqlite(sqlite_path, spec, built, last=last)
+        if database_empty:
+            await fill_adk_database(database, spec, built, last=last)
+    print(f"ADK's stores filled in {time.perf_counter() - started:.0f} s")
 
 
 async def fill_through_api(service: BaseSessionService, spec: Spec, indexes: range) -> None:
@@ -183,7 +302,7 @@ async def verify(stores: dict[str, BaseSessionService], spec: Spec) -> None:
     for name, got in seen.items():
         if got != first:
             sys.exit(f"{name}'s store reads back differently from the others: the bench's fill is wrong")
-    check = Spec(f"{spec.app}-api", SAMPLE, spec.users, spec.events)
+    check = Spec(f"{spec.app}-api-{RUN}", SAMPLE, spec.users, spec.events)
     for name in ("ADK SqliteSessionService", "ADK DatabaseSessionService"):
         service = stores[name]
         await fill_through_api(service, check, range(SAMPLE))
@@ -216,8 +335,9 @@ async def timed(call: Callable[[int], Awaitable[Any]], repeat: int) -> tuple[flo
 async def time_service(service: BaseSessionService, spec: Spec, repeat: int, tag: str) -> dict[str, tuple[float, float]]:
     app, user, target = spec.app, spec.user(1), spec.session_id(1)
     recent = GetSessionConfig(num_recent_events=50)
-    appended = await service.get_session(app_name=app, user_id=spec.user(2), session_id=spec.session_id(2))
-    late = BASE_TIME + spec.sessions * 10 + 1e5
+    tag = f"{tag}-{RUN}"
+    appended = await service.create_session(app_name=app, user_id=spec.user(2), session_id=f"append-{tag}")
+    late = time.time()
 
     async def append(i: int) -> None:
         event = spec.event(2, i)
@@ -283,44 +403,100 @@ def print_table(title: str, rows: dict[str, dict[str, tuple[float, float]]]) -> 
         print(f"{op:28s}{cells}")
 
 
-def print_targets(rows: dict[str, dict[str, tuple[float, float]]]) -> None:
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def print_targets(rows: dict[str, dict[str, tuple[float, float]]], server: dict[str, tuple[float, float]],
+                  appends: dict[str, tuple[float, float]]) -> None:
+    """#27's targets, each met or not (on wall time, CPU beside it)."""
+    print("\ntargets (#27)")
     ours, adk = rows["DjangoSessionService"], rows["ADK SqliteSessionService"]
     for op, limit in (("list_sessions (user)", 0.2), ("list_sessions (app)", 0.5), ("create_session", 1.0)):
         wall, cpu = ours[op][0] / adk[op][0], ours[op][1] / adk[op][1]
-        verdict = "met" if wall <= limit else "NOT met"
-        print(f"target {op:24s} <= {limit:.1f} of ADK Sqlite: {wall:.2f} wall ({verdict}), {cpu:.2f} CPU")
+        print(f"  {op:26s} <= {limit:.1f} of ADK Sqlite: {wall:.2f} wall, {cpu:.2f} CPU: {verdict(wall <= limit)}")
+    (full, full_cpu), (empty, empty_cpu) = appends["filled store"], appends["empty store"]
+    print(f"  append throughput, filled store >= 0.8 of an empty one's: {full:.0f}/s against {empty:.0f}/s = "
+          f"{full / empty:.2f} ({full_cpu:.0f} against {empty_cpu:.0f} us CPU an append): {verdict(full >= 0.8 * empty)}"
+          f" (on CPU: {verdict(full_cpu <= empty_cpu / 0.8)})")
+    for page, (wall, cpu) in server.items():
+        print(f"  {page:34s} <= {PAGE_LIMIT_MS:.0f} ms: {wall:7.1f} ms (CPU {cpu:6.1f}): {verdict(wall <= PAGE_LIMIT_MS)}"
+              f" (on CPU: {verdict(cpu <= PAGE_LIMIT_MS)})")
+
+
+async def append_rate(app: str, user: str, count: int) -> tuple[float, float]:
+    """Appends a second and CPU microseconds an append: `count` events one after another to a new session."""
+    service = DjangoSessionService()
+    session = await service.create_session(app_name=app, user_id=user, session_id=f"rate-{RUN}")
+    spec = Spec(app, 1, 1, count)
+    events = []
+    for i in range(count):
+        event = spec.event(0, i)
+        event.id, event.timestamp = f"rate-{RUN}-{i}", time.time() + i
+        events.append(event)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for event in events:
+        await service.append_event(session, event)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return count / wall, cpu / count * 1e6
+
+
+def empty_store_url() -> str:
+    """A store with no rows: a new SQLite file, or `<name>_empty` on the same PostgreSQL server (made again)."""
+    url = os.environ["DATABASE_URL"]
+    if not url.startswith(("postgres://", "postgresql://")):
+        path = TMP / "empty.sqlite3"
+        for leftover in TMP.glob("empty.sqlite3*"):
+            leftover.unlink()
+        return f"sqlite:///{path}"
+    base, name = url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}_empty"')
+        admin.execute(f'CREATE DATABASE "{name}_empty"')
+    return f"{base}/{name}_empty"
+
+
+def empty_append_rate(count: int) -> tuple[float, float]:
+    """`append_rate` in an empty store, in a child process (Django has one default database a process)."""
+    env = {**os.environ, "DATABASE_URL": empty_store_url()}
+    done = subprocess.run([sys.executable, __file__, "--append-only", str(count)], env=env, check=True,
+                          capture_output=True, text=True)
+    rate, cpu = json.loads(done.stdout.strip().splitlines()[-1])
+    return rate, cpu
 
 
 async def run(args: argparse.Namespace) -> None:
     database = os.environ["DATABASE_URL"].split(":")[0]
     print(f"ours on {database}; ADK DatabaseSessionService on {adk_database_url().split(':')[0]}; "
-          f"{args.events} events a session, {args.per_user} sessions a user")
+          f"{args.events} events a session, {args.per_user} sessions a user; stores in {TMP}")
     client = await sync_to_async(logged_in_client)()
     for size in args.sizes:
         spec = Spec(f"scale_{size}", size, max(1, size // args.per_user), args.events)
+        sqlite_path = TMP / f"adk_sqlite_{size}x{args.events}.db"
         stores: dict[str, BaseSessionService] = {
             "DjangoSessionService": DjangoSessionService(),
-            "ADK SqliteSessionService": SqliteSessionService(str(TMP / f"adk_sqlite_{size}.db")),
+            "ADK SqliteSessionService": SqliteSessionService(str(sqlite_path)),
             "ADK DatabaseSessionService": DatabaseSessionService(adk_database_url()),
         }
         for service in list(stores.values())[1:]:
             await service.list_sessions(app_name="none")  # creates its tables
-        built = build(spec, range(size))
-        start = time.perf_counter()
-        await sync_to_async(fill)(spec, range(size))
-        filled = time.perf_counter() - start
-        fill_adk_sqlite(TMP / f"adk_sqlite_{size}.db", spec, built)
-        await fill_adk_database(stores["ADK DatabaseSessionService"], spec, built)
+        print(f"\n{size} sessions, {size * args.events} events, {spec.users} users")
+        if to_fill("ours", await sync_to_async(ours_count)(spec.app), spec):
+            filled = await sync_to_async(fill_ours)(spec, args.bulk)
+            how = "the bulk builder" if args.bulk else "the write path"
+            print(f"ours filled in {filled:.0f} s ({filled / size * 1e3:.2f} ms a session through {how})")
+        await fill_adk(stores, spec, args.chunk, sqlite_path)
         await sync_to_async(analyze)()
-        print(f"\n{size} sessions, {size * args.events} events, {spec.users} users: ours filled in {filled:.0f} s "
-              f"({filled / size * 1e3:.2f} ms a session through the write path)")
         await verify(stores, spec)
         results = {name: await time_service(service, spec, args.repeat, name[:3]) for name, service in stores.items()}
         print_table(f"service calls at {size} sessions, median of {args.repeat} (list of the app: of {max(3, args.repeat // 3)})",
                     results)
-        print_targets(results)
         server = await sync_to_async(time_pages)(client, spec, args.repeat)
         print_table(f"server time at {size} sessions (Django test Client, DEBUG=0)", {"ours": server})
+        # An app of its own: its state deltas must not reach the app the stores are compared on.
+        appends = {"filled store": await append_rate(f"rate-{RUN}", "user", args.appends),
+                   "empty store": await sync_to_async(empty_append_rate)(args.appends)}
+        print_targets(results, server, appends)
 
 
 def main() -> None:
@@ -330,8 +506,16 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=5, help="events a session")
     parser.add_argument("--per-user", type=int, default=50, help="sessions a user")
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--bulk", action="store_true", help="fill ours with the bulk builder, not the write path")
+    parser.add_argument("--store", help="folder of the SQLite stores, kept and reused by the next run")
+    parser.add_argument("--chunk", type=int, default=1000, help="sessions of ADK's stores generated at a time")
+    parser.add_argument("--appends", type=int, default=200, help="events of the append throughput runs")
+    parser.add_argument("--append-only", type=int, help=argparse.SUPPRESS)  # the empty store's run, in a child
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
+    if args.append_only:
+        print(json.dumps(asyncio.run(append_rate("empty", "user", args.append_only))))
+        return
     call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off serves hashed files
     asyncio.run(run(args))
 

@@ -149,6 +149,16 @@ class Session(models.Model):
             models.Index(fields=["app", "user_id", "update_time", "session_id"], name="session_user_update"),
             # An ADK id alone, as OTLP spans name a session (gen_ai.conversation.id): no scan per trace.
             models.Index(fields=["session_id"], name="session_adk_id"),
+            # At 100k sessions (#27, bench/scale_bench.py): the home page's recent sessions of all apps,
+            # read newest first without a sort;
+            models.Index(fields=["update_time", "id"], name="session_recent"),
+            # the "needs attention" filter, its count and the home page's troubled sessions: a few
+            # per cent of the rows, so an index of those alone;
+            models.Index(fields=["app", "update_time", "id"], name="session_attention",
+                         condition=models.Q(error_count__gt=0) | models.Q(tool_loop_count__gt=0)
+                         | models.Q(repeated_request_count__gt=0)),
+            # the session browser sorted by errors ("sorted by health").
+            models.Index(fields=["app", "error_count", "id"], name="session_errors"),
         ]
 
     def __str__(self) -> str:

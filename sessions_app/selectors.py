@@ -519,10 +519,12 @@ def _before(column: str, order: str, at: BrowserPosition) -> Q:
 
 
 def _nulls_last(order: str) -> OrderBy:
-    """`-field` or `field` with sessions that have no value (no cost, no TTFT yet) last either way."""
-    if order.startswith("-"):
-        return F(order[1:]).desc(nulls_last=True)
-    return F(order).asc(nulls_last=True)
+    """`-field` or `field` with sessions that have no value (no cost, no TTFT yet) last either way.
+    A column that cannot be NULL is ordered plainly: PostgreSQL reads "DESC NULLS LAST" from no
+    ascending index, so at 100k sessions it sorted them all to show 25 (#27)."""
+    column = order.removeprefix("-")
+    nulls = {"nulls_last": True} if _nullable(column) else {}
+    return F(column).desc(**nulls) if order.startswith("-") else F(column).asc(**nulls)
 
 
 def event_rows_before(session: Session, *, before: int | None, filters: Filters, limit: int) -> list[Event]:

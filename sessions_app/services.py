@@ -242,7 +242,7 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
         _refuse_stored(sql, locked, event.id)
         _check_fresh(sql, locked, seen)
         row = Event(session_id=locked.pk, seq=locked.revision + 1, data=data, has_error=bool(signals.errors),
-                    **_event_columns(event))
+                    **event_columns(event))
         row.state_mark, changes = _apply_delta(sql, locked, delta, row.timestamp)
         row.pk = sql.insert_event(row, data_json)
         sql.insert_changes(locked, changes, event_pk=row.pk, seq=row.seq, timestamp=row.timestamp)
@@ -321,7 +321,7 @@ def _check_fresh(sql: _append_sql.Statements, locked: _append_sql.LockedSession,
         raise StaleSessionError(STALE_MESSAGE)
 
 
-def _event_columns(event: AdkEvent) -> dict[str, Any]:
+def event_columns(event: AdkEvent) -> dict[str, Any]:
     return {
         "event_id": event.id,
         "invocation_id": event.invocation_id or "",
