@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0012_session_adk_id'),
+        ('sessions_app', '0013_session_edit_label'),
     ]
 
     operations = [
