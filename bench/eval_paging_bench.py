@@ -38,6 +38,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
+from eval_app import scores  # noqa: E402
 from eval_app.models import EvalCase, EvalCaseResult, EvalRun, EvalSet  # noqa: E402
 
 MORE = ("cases_after", "runs_after", "after", "lab_after")
@@ -47,13 +48,16 @@ def fill(name: str, cases: int, runs: int) -> tuple[EvalSet, EvalRun]:
     eval_set = EvalSet.objects.create(app_name="agent", eval_set_id=name)
     EvalCase.objects.bulk_create(EvalCase(eval_set=eval_set, eval_id=f"c{i}", position=i, data={"eval_id": f"c{i}"})
                                  for i in range(cases))
-    EvalRun.objects.bulk_create(EvalRun(eval_set=eval_set, app_name="agent", status="completed") for _ in range(runs))
+    # Ended runs, as the engine leaves them: with their mean score per metric stored (none for these).
+    EvalRun.objects.bulk_create(EvalRun(eval_set=eval_set, app_name="agent", status="completed", metric_means={})
+                                for _ in range(runs))
     run = EvalRun.objects.create(eval_set=eval_set, app_name="agent", status="completed", repeats=2)
     EvalCaseResult.objects.bulk_create(
         EvalCaseResult(run=run, eval_id=f"c{i}", position=i, repeat=r, status="passed", case_data={},
                        metrics=[{"metric_name": "response_match_score", "score": 1.0}])
         for i in range(cases) for r in range(2)
     )
+    EvalRun.objects.filter(pk=run.pk).update(metric_means=scores.metric_means([run.pk]).get(run.pk, {}))
     return eval_set, run
 
 
