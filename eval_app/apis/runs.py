@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access.fields import StrictCharField, StrictIntegerField
+from sessions_app.apis.base import KeysetPageQuery
 from sessions_app.page_tokens import NEXT_PAGE_HEADER, Page
 from sessions_app.runtime import agent_names
 
@@ -25,20 +26,12 @@ from ..models import EvalRun, EvalSet
 PAGE_MAX = 1000
 
 
-class PageQuery(serializers.Serializer):
+class PageQuery(KeysetPageQuery):
     page_size = serializers.IntegerField(
         required=False, min_value=1, max_value=PAGE_MAX,
         help_text=f"Page the list: at most this many; the `{NEXT_PAGE_HEADER}` response header, when present, is the "
                   "`page_token` of the next page (keyset: every page costs the first's). Without it, the whole list.",
     )
-    page_token = serializers.CharField(
-        required=False, help_text=f"The `{NEXT_PAGE_HEADER}` header of the previous page (needs `page_size`)."
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if "page_token" in attrs and "page_size" not in attrs:
-            raise ValidationError({"page_token": ["Needs page_size (the size of the pages it continues)."]})
-        return attrs
 
 
 NEXT_PAGE = OpenApiParameter(NEXT_PAGE_HEADER, str, OpenApiParameter.HEADER, response=[200],

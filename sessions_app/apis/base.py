@@ -28,6 +28,7 @@ from access.parsers import LimitedJSONParser
 from .. import runtime, selectors
 from ..keys import SessionKey
 from ..models import Session
+from ..page_tokens import NEXT_PAGE_HEADER
 from ..scopes import UnstorableValueError, split_delta
 from ..session_service import DjangoSessionService
 from .schema import AdkModelFieldExtension, AdkPydanticExtension  # noqa: F401 (drf-spectacular uses them once imported)
@@ -64,6 +65,19 @@ def _api_exception(exc: Exception) -> Exception:
     if isinstance(exc, UnstorableValueError):
         return BadRequest(str(exc))
     return exc
+
+
+class KeysetPageQuery(serializers.Serializer):
+    """The `page_token` of a keyset-paged list (`page_tokens`); each list adds its own `page_size`."""
+
+    page_token = serializers.CharField(
+        required=False, help_text=f"The `{NEXT_PAGE_HEADER}` header of the previous page (needs `page_size`)."
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "page_token" in attrs and "page_size" not in attrs:
+            raise ValidationError({"page_token": ["Needs page_size (the size of the pages it continues)."]})
+        return attrs
 
 
 class AdkApi(APIView):

@@ -38,6 +38,7 @@ from .base import (
     AdkSessionList,
     BadRequest,
     Conflict,
+    KeysetPageQuery,
     EVAL_SESSION_PREFIXES,
     _adk_session,
     _require_app,
@@ -128,7 +129,7 @@ class NoOptionsField(serializers.DictField):
 
 
 class SessionListApi(AdkApi):
-    class QuerySerializer(serializers.Serializer):
+    class QuerySerializer(KeysetPageQuery):
         include_eval = serializers.BooleanField(
             default=False,
             help_text="Also list eval sessions: those of this app's eval-run sandboxes (`app@eval-<run>-<case>-<repeat>`, "
@@ -141,13 +142,8 @@ class SessionListApi(AdkApi):
                       "the next page (keyset paging: every page costs the same however deep). Without it, every "
                       "session, as ADK's server returns them. Not with `include_eval`.",
         )
-        page_token = serializers.CharField(
-            required=False, help_text=f"The `{NEXT_PAGE_HEADER}` header of the previous page (needs `page_size`)."
-        )
-
         def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            if "page_token" in attrs and "page_size" not in attrs:
-                raise ValidationError({"page_token": ["Needs page_size (the size of the pages it continues)."]})
+            attrs = super().validate(attrs)
             if "page_size" in attrs and attrs["include_eval"]:
                 raise ValidationError({"page_size": ["Pages cover the app's own sessions: not with include_eval."]})
             return attrs
