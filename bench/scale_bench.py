@@ -323,7 +323,9 @@ def median_times(samples: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 async def timed(call: Callable[[int], Awaitable[Any]], repeat: int) -> tuple[float, float]:
-    """Median wall and CPU (process, all threads) milliseconds of `repeat` calls."""
+    """Median wall and CPU (process, all threads) milliseconds of `repeat` calls, after one
+    untimed call (every service's first call reads its pages from the disk's cache)."""
+    await call(-1)
     samples = []
     for i in range(repeat):
         wall, cpu = time.perf_counter(), time.process_time()
