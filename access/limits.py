@@ -105,6 +105,8 @@ def loads(text: str | bytes, field: str = "body") -> Any:
         value = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
     except RecursionError:
         raise InputError(field, f"nests deeper than {max_json_depth()} levels.") from None
+    except InputError as exc:  # a number JSON cannot hold, named as the caller names the text
+        raise InputError(field, exc.message) from None
     check_json_value(value, field)
     return value
 

@@ -43,6 +43,8 @@ from google.adk.runners import Runner
 from google.adk.sessions.state import State
 from google.genai import types
 
+from access import limits
+from access.limits import InputError
 from inspector_app.models import ModelCall, ToolCall
 from sessions_app import broadcast as session_broadcast
 from sessions_app import health, selectors
@@ -66,13 +68,8 @@ FIELD_NAMES = {"system_instruction": "system instruction", "contents": "contents
                "config": "generation config"}
 
 
-class EditError(ValueError):
+class EditError(InputError):
     """An edit that cannot be continued: `field` names what is wrong (pydantic's loc, dotted)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 class RecordDiverged(RuntimeError):
@@ -191,6 +188,9 @@ def check_state(state: Any) -> dict[str, Any]:
             raise EditError("state", "a key cannot be empty.")
         if key.startswith(State.TEMP_PREFIX):
             raise EditError(f"state.{key}", "temp: state lives for one invocation only and is never stored.")
+    # What the write path would refuse inside the fork's transaction, refused before it.
+    limits.check_json_value(state, "state")
+    limits.check_state_size(state, "state")
     return state
 
 
@@ -372,7 +372,7 @@ class FromRecordPlugin(BasePlugin):
 def parse_json_field(name: str, text: str) -> Any:
     """A form's JSON field, or EditError naming it."""
     try:
-        return json.loads(text)
+        return limits.loads(text, name)
     except json.JSONDecodeError as exc:
         raise EditError(name, f"is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
 

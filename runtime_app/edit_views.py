@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect
 
+from access.limits import InputError
 from inspector_app import inspection
 from inspector_app.models import ModelCall
 from sessions_app import selectors
@@ -47,7 +48,7 @@ def start_state(call: ModelCall) -> dict[str, dict[str, Any]]:
     return {SCOPE_SESSION: state.session, SCOPE_USER: state.user, SCOPE_APP: state.app}
 
 
-def form_context(call: ModelCall, data: QueryDict | None = None, error: EditError | None = None) -> dict[str, Any]:
+def form_context(call: ModelCall, data: QueryDict | None = None, error: InputError | None = None) -> dict[str, Any]:
     request = call.request or {}
     try:
         state = start_state(call)
@@ -105,7 +106,7 @@ async def edit_submit(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         edits = await sync_to_async(edits_from_form)(call, request.POST)
         fork = await edit_continue.edit_and_continue(model_call=call, edits=edits)
-    except EditError as exc:
+    except InputError as exc:  # an EditError, or state over the size cap
         context = await sync_to_async(form_context)(call, request.POST, exc)
         return await sync_to_async(render)(request, "runtime_app/edit_form.html", context, status=400)
     url = reverse("runtime:session_detail", args=[fork.pk])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -94,4 +95,28 @@ def test_a_bad_form_is_shown_again_with_the_field_named_and_nothing_created(clie
     response = client.post(f"/model-calls/{handoff.pk}/continue/", form)
     assert response.status_code == 400
     assert 'data-field="contents"' in response.content.decode()
+    assert _counts() == before
+
+
+@pytest.mark.parametrize("state", ['{"note": "a\\u0000b"}', '{"note": NaN}'])
+def test_state_the_write_path_cannot_store_is_a_400_naming_it_and_creates_nothing(client, handoff, state):
+    # Refused before the fork's transaction, by the write path's own checks; these reached it as a 500.
+    before = _counts()
+    form = {"system_instruction": handoff.request["system_instruction"], "contents": json.dumps(handoff.request["contents"]),
+            "tools": json.dumps(handoff.request["tools"]), "config": json.dumps(handoff.request.get("config") or {}),
+            "state_session": state, "state_user": "{}", "state_app": "{}"}
+    response = client.post(f"/model-calls/{handoff.pk}/continue/", form)
+    assert response.status_code == 400
+    assert re.search(r'data-field="state(_session)?"', response.content.decode())
+    # The API's JSON parser refuses such a body whole, as on every route, before the view reads it.
+    response = _continue(client, handoff, '{"state": %s}' % state)
+    assert response.status_code == 400 and "body" in response.json(), response.content
+    assert _counts() == before
+
+
+def test_state_over_the_size_cap_is_refused_naming_it_and_creates_nothing(client, handoff, settings):
+    settings.ADKUI_MAX_STATE_BYTES = 1000
+    before = _counts()
+    response = _continue(client, handoff, {"state": {"note": "x" * 2000}})
+    assert response.status_code == 413 and "state" in response.json(), response.content
     assert _counts() == before
