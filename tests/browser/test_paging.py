@@ -27,8 +27,12 @@ def test_a_runs_results_page_through_older_results_after_arriving_live(live_serv
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
     run = services.eval_run_create(eval_set=demo_set, app_name=AGENT, repeats=3,
                                    metrics=metrics.eval_metrics({"response_match_score": 0.8}))
+    page.add_init_script("document.addEventListener('htmx:wsOpen', () => { window.socketOpen = true; })")
     page.goto(f"{live_server.url}/evals/runs/{run.pk}/")
     expect(page.locator("#run-status")).to_have_text("queued")
+    # Run only once the page listens: a socket opened later is sent the newest page
+    # and "older results" (as it should), which is not what this part watches.
+    page.wait_for_function("() => window.socketOpen === true")
     live_server.call(services.eval_run_execute_inline, EvalRun.objects.get(pk=run.pk))
     expect(page.locator("#run-status")).to_have_text("completed", timeout=60_000)
     newest_first = list(run.results.order_by("-pk").values_list("pk", flat=True))
