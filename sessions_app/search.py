@@ -25,7 +25,6 @@ from typing import Any
 from django.contrib.postgres.search import SearchQuery, SearchVectorField
 from django.db import NotSupportedError, connection
 from django.db.models import F, Func, QuerySet
-from django.db.models.expressions import RawSQL
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -99,9 +98,7 @@ def _tsquery(term: Term) -> SearchQuery:
 
 
 def _matching(terms: tuple[Term, ...]) -> QuerySet[Event]:
-    if connection.vendor == "sqlite":
-        ids = RawSQL(f"SELECT rowid FROM {_FTS} WHERE {_FTS} MATCH %s", (_fts5_match(terms),))
-        return Event.objects.filter(pk__in=ids)
+    """Matching events on PostgreSQL (SQLite's query is `_sqlite_hit_ids`)."""
     if connection.vendor == "postgresql":
         query = _tsquery(terms[0])
         for term in terms[1:]:
@@ -137,14 +134,36 @@ class Hit:
 
 @dataclass(frozen=True)
 class SearchResults:
-    hits: list[Hit]
-    total: int
+    hits: list[Hit]  # HIT_ORDER
+    total: int  # matching events, counted up to COUNT_CAP + 1
     terms: tuple[Term, ...]
     next_token: str = ""  # where the next page starts (page_tokens); "" on the last page
 
+    @property
+    def capped(self) -> bool:
+        """Whether more than COUNT_CAP events match: `total` is then only a floor."""
+        return self.total > COUNT_CAP
 
-# Sessions updated last first, each session's events in order; (session, seq) is unique.
-HIT_ORDER = ("-session__update_time", "session_id", "seq")
+    @property
+    def shown_total(self) -> int:
+        return min(self.total, COUNT_CAP)
+
+    @property
+    def by_session(self) -> list[tuple[Session, list[Hit]]]:
+        """The page's hits by session, as a reader follows them: sessions by their newest hit,
+        each one's hits in the order they happened."""
+        groups: dict[int, list[Hit]] = {}
+        for hit in self.hits:
+            groups.setdefault(hit.session.pk, []).append(hit)
+        return [(found[0].session, sorted(found, key=lambda h: h.seq)) for found in groups.values()]
+
+
+# Newest stored event first: the order both indexes can give without sorting every hit
+# (FTS5 walks its rowids, the event pks, backwards; PostgreSQL reads the pk index backwards
+# or sorts the few hits of a rare word), so a word in half of all events costs what a rare one does.
+HIT_ORDER = ("-pk",)
+# Counting every hit of a common word would read all of them: the count stops past this many.
+COUNT_CAP = 1000
 
 
 def search_events(
@@ -155,16 +174,61 @@ def search_events(
     does), or after skipping `offset` of them (the API's older form). Raises QueryError for a
     query with nothing to search, ValueError for an `after` no page wrote."""
     terms = parse_query(query)
+    below = _below(after) if after else None
+    limit, offset = max(limit, 0), max(offset, 0)
+    ids = _hit_ids(terms, app, user_id, below=below, skip=offset, take=limit + 1)
+    total = _hit_ids(terms, app, user_id, count=True, take=COUNT_CAP + 1)
+    more = len(ids) > limit and not offset
+    ids = ids[:limit]
+    rows = Event.objects.select_related("session").in_bulk(ids)
+    hits = [_hit(rows[pk], terms) for pk in ids if pk in rows]
+    return SearchResults(hits, total, terms, page_tokens.encode([ids[-1]]) if more else "")
+
+
+def _below(token: str) -> int:
+    (pk,) = page_tokens.position(token, 1)
+    if not isinstance(pk, int):
+        raise ValueError(token)
+    return pk
+
+
+def _hit_ids(terms: tuple[Term, ...], app: App, user_id: str | None, *, below: int | None = None,
+             skip: int = 0, take: int, count: bool = False) -> Any:
+    """The pks of matching events in HIT_ORDER (below the pk `below`), or with `count`, how many
+    of them there are up to `take`."""
+    if connection.vendor == "sqlite":
+        return _sqlite_hit_ids(terms, app, user_id, below=below, skip=skip, take=take, count=count)
     events = _matching(terms).filter(session__app=app)
     if user_id:
         events = events.filter(session__user_id=user_id)
-    total = events.count()
-    events = events.select_related("session")
-    if offset:
-        rows = events.order_by(*HIT_ORDER)[max(offset, 0) : max(offset, 0) + max(limit, 0)]
-        return SearchResults([_hit(e, terms) for e in rows], total, terms)
-    page = page_tokens.keyset_page(events, order=HIT_ORDER, size=max(limit, 0), token=after)
-    return SearchResults([_hit(e, terms) for e in page.rows], total, terms, page.next_token)
+    if below is not None:
+        events = events.filter(pk__lt=below)
+    if count:
+        return events[:take].count()
+    return list(events.order_by(*HIT_ORDER).values_list("pk", flat=True)[skip : skip + take])
+
+
+def _sqlite_hit_ids(terms: tuple[Term, ...], app: App, user_id: str | None, *, below: int | None,
+                    skip: int, take: int, count: bool) -> Any:
+    # The index drives: its rowids backwards, each joined to its event and session until
+    # enough are found. (`pk IN (SELECT rowid ... MATCH)` would first read every hit.)
+    sql = (f"SELECT f.rowid FROM {_FTS} AS f JOIN {Event._meta.db_table} AS e ON e.id = f.rowid "
+           f"JOIN {Session._meta.db_table} AS s ON s.id = e.session_id WHERE {_FTS} MATCH %s AND s.app_id = %s")
+    params: list[Any] = [_fts5_match(terms), app.pk]
+    if user_id:
+        sql += " AND s.user_id = %s"
+        params.append(user_id)
+    if below is not None:
+        sql += " AND f.rowid < %s"
+        params.append(below)
+    sql += " ORDER BY f.rowid DESC LIMIT %s OFFSET %s"
+    params += [take, skip]
+    if count:
+        sql = f"SELECT COUNT(*) FROM ({sql})"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found = [row[0] for row in cursor.fetchall()]
+    return found[0] if count else found
 
 
 def _hit(event: Event, terms: tuple[Term, ...]) -> Hit:

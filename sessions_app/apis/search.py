@@ -54,8 +54,12 @@ class EventSearchApi(AdkApi):
 
     @extend_schema_serializer(component_name="EventSearchResults")
     class OutputSerializer(serializers.Serializer):
-        total = serializers.IntegerField(help_text="Events matching, over every page.")
-        hits = HitSerializer(many=True, help_text="Sessions updated last first, each one's events in order.")
+        total = serializers.IntegerField(help_text=(
+            f"Events matching, over every page, counted up to {search.COUNT_CAP}; "
+            f"with `totalCapped`, more than that."))
+        totalCapped = serializers.BooleanField(help_text=(
+            f"More than {search.COUNT_CAP} events match; `total` is then {search.COUNT_CAP}."))
+        hits = HitSerializer(many=True, help_text="Newest stored event first.")
         nextPageToken = serializers.CharField(
             required=False, help_text="The `page_token` of the next page; absent on the last page (and with `offset`)."
         )
@@ -77,7 +81,8 @@ class EventSearchApi(AdkApi):
         except ValueError as exc:
             raise ValidationError({"page_token": ["Not a page token of this search; pass the last page's "
                                                   "nextPageToken as it came."]}) from exc
-        body: dict[str, Any] = {"total": results.total, "hits": [_hit(h) for h in results.hits]}
+        body: dict[str, Any] = {"total": results.shown_total, "totalCapped": results.capped,
+                                "hits": [_hit(h) for h in results.hits]}
         if results.next_token:
             body["nextPageToken"] = results.next_token
         return Response(self.OutputSerializer(body).data)

@@ -11,6 +11,7 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 
 from sessions_app import page_tokens
+from sessions_app.models import Event as EventRow
 from sessions_app.models import Session as SessionRow
 
 pytestmark = pytest.mark.django_db
@@ -55,9 +56,8 @@ def newest_position() -> str:
 
 
 def search_position() -> str:
-    """The search's position of the newest session's first event: the page after it lists the rest."""
-    newest = SessionRow.objects.filter(app__name=APP).order_by("-update_time").first()
-    return page_tokens.encode([newest.update_time, newest.pk, 1])
+    """The search's position of the newest event: the page after it lists the rest."""
+    return page_tokens.encode([EventRow.objects.filter(session__app__name=APP).latest("pk").pk])
 
 
 def queries(client, url: str) -> int:

@@ -11,7 +11,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
-from sessions_app import _append_sql, services
+from sessions_app import _append_sql, search, services
 from sessions_app.keys import SessionKey
 from sessions_app.models import App, Session
 from sessions_app.models import Event as EventRow
@@ -58,7 +58,7 @@ def test_text_tool_names_args_responses_and_state_are_found(store):
     store("s-1", said("Your parcel is on its way"), called("lookup_order", {"order_id": "A-17", "rush": True}),
           answered("lookup_order", {"status": "shipped", "eta_days": 3}), said("ok", delta={"user:tier": "platinum"}))
     assert found("parcel") == [("s-1", 1)]
-    assert found("lookup_order") == [("s-1", 2), ("s-1", 3)]  # the call and the response
+    assert found("lookup_order") == [("s-1", 3), ("s-1", 2)]  # the response and the call, newest first
     assert found("A-17") == found("17") == found("order_id") == [("s-1", 2)]  # an arg's value and key
     assert found("rush true") == [("s-1", 2)]
     assert found("shipped") == found("eta_days 3") == [("s-1", 3)]
@@ -69,17 +69,17 @@ def test_text_tool_names_args_responses_and_state_are_found(store):
 def test_hits_say_what_matched_with_a_marked_snippet(store):
     store("s-1", said("refund please", delta={"refund_reason": "late"}), called("issue_refund", {"amount": 20}))
     hits = search_events(App.objects.get(name=APP), "refund").hits
-    assert [(h.seq, h.matched) for h in hits] == [(1, ("text", "state")), (2, ("tool",))]
-    assert "<mark>refund</mark> please" in hits[0].snippets[0].html
-    assert "issue_<mark>refund</mark>({&quot;amount&quot;: 20})" == hits[1].snippets[0].html
+    assert [(h.seq, h.matched) for h in hits] == [(2, ("tool",)), (1, ("text", "state"))]
+    assert "<mark>refund</mark> please" in hits[1].snippets[0].html
+    assert "issue_<mark>refund</mark>({&quot;amount&quot;: 20})" == hits[0].snippets[0].html
 
 
 def test_all_words_must_match_phrases_keep_their_order_and_prefixes_extend(store):
     store("s-1", said("the refund policy changed"), said("policy on any refund"), said("refunds are slow"))
-    assert found("refund policy") == [("s-1", 1), ("s-1", 2)]
+    assert found("refund policy") == [("s-1", 2), ("s-1", 1)]
     assert found('"refund policy"') == [("s-1", 1)]
     assert found('"policy refund"') == []
-    assert found("refund*") == [("s-1", 1), ("s-1", 2), ("s-1", 3)]
+    assert found("refund*") == [("s-1", 3), ("s-1", 2), ("s-1", 1)]
     assert found('"refund pol"*') == [("s-1", 1)]
     assert found("REFUNDS AND slow") == [("s-1", 3)]
     assert found("refund slow") == []  # no stemming: "refund" is not "refunds"
@@ -94,14 +94,33 @@ def test_only_the_app_and_the_user_asked_for(store):
     assert found("invoice", app_name="other_app") == [("s-other", 1)]
 
 
-def test_sessions_updated_last_come_first_and_pages_follow_on(store):
+def test_newest_events_come_first_and_pages_follow_on(store):
     store("older", *[said(f"note {i}") for i in range(3)])
     store("newer", said("note a"), said("note b"))
     app = App.objects.get(name=APP)
-    assert found("note") == [("newer", 1), ("newer", 2), ("older", 1), ("older", 2), ("older", 3)]
+    assert found("note") == [("newer", 2), ("newer", 1), ("older", 3), ("older", 2), ("older", 1)]
     page = search_events(app, "note", limit=2, offset=2)
-    assert page.total == 5 and [(h.session.session_id, h.seq) for h in page.hits] == [("older", 1), ("older", 2)]
+    assert page.total == 5 and [(h.session.session_id, h.seq) for h in page.hits] == [("older", 3), ("older", 2)]
     assert search_events(app, "note", limit=2, offset=10).hits == []
+    store("older", said("note again"))  # its newest event is now the newest of all
+    first = search_events(app, "note", limit=3)
+    assert [(h.session.session_id, h.seq) for h in first.hits] == [("older", 4), ("newer", 2), ("newer", 1)]
+    rest = search_events(app, "note", limit=3, after=first.next_token)
+    assert [(h.session.session_id, h.seq) for h in rest.hits] == [("older", 3), ("older", 2), ("older", 1)]
+    assert rest.next_token == ""
+    # A page shows its hits by session, each session's in the order they happened.
+    assert [(s.session_id, [h.seq for h in hits]) for s, hits in first.by_session] == [("older", [4]), ("newer", [1, 2])]
+
+
+def test_a_common_word_is_counted_only_up_to_the_cap(store, client, monkeypatch):
+    monkeypatch.setattr(search, "COUNT_CAP", 3)
+    store("s-1", *[said(f"note {i}") for i in range(5)])
+    results = search_events(App.objects.get(name=APP), "note", limit=2)
+    assert results.capped and results.shown_total == 3 and len(results.hits) == 2 and results.next_token
+    assert not search_events(App.objects.get(name=APP), "note 4").capped
+    assert "More than 3 events match" in client.get(f"/apps/{APP}/search/", {"q": "note"}).content.decode()
+    body = client.get(f"/api/apps/{APP}/search", {"q": "note"}).json()
+    assert body["total"] == 3 and body["totalCapped"] is True and len(body["hits"]) == 5
 
 
 def test_a_deleted_session_leaves_no_hits_and_no_index_rows(store):
@@ -133,7 +152,7 @@ def test_rows_no_adk_model_would_write_are_indexed_as_far_as_they_go(client, sto
            {"actions": {"state_delta": {"odd key": {"deep": [None, True, 1.5]}}}}]
     for seq, data in enumerate(odd, start=2):
         EventRow.objects.create(session=row, seq=seq, event_id=f"odd-{seq}", timestamp=float(seq), data=data)
-    assert found("odd") == [("s-1", 2), ("s-1", 5)]
+    assert found("odd") == [("s-1", 5), ("s-1", 2)]
     response = client.get(f"/apps/{APP}/search/", {"q": "odd"})
     assert response.status_code == 200 and response.content.decode().count('class="search-hit"') == 2
 
@@ -187,7 +206,7 @@ def test_the_search_page_pages(client, store):
     more = {"HX-Request": "true", "HX-Target": "search-more"}
     second = client.get(f"/apps/{APP}/search/?q=item&after={after}", headers=more).content.decode()
     # Only the next hits (and no further button): htmx puts them in place of "more results".
-    assert second.count('class="search-hit"') == 5 and f"/sessions/{row.pk}/?at=25" in second
+    assert second.count('class="search-hit"') == 5 and f"/sessions/{row.pk}/?at=1" in second
     assert 'id="search-more"' not in second and 'id="search-count"' not in second
     assert {h for h in re.findall(r'id="hit-[^"]+"', first)}.isdisjoint(re.findall(r'id="hit-[^"]+"', second))
     refused = client.get(f"/apps/{APP}/search/", {"q": "item", "after": "two"})
@@ -267,7 +286,7 @@ def test_the_api_refuses_what_it_cannot_search_naming_the_field(client, store, p
 
 def test_the_api_knows_apps_as_the_other_routes_do(client):
     assert client.get("/api/apps/no_such_app/search", {"q": "x"}).status_code == 404
-    assert client.get("/api/apps/trip_planner/search", {"q": "x"}).json() == {"total": 0, "hits": []}
+    assert client.get("/api/apps/trip_planner/search", {"q": "x"}).json() == {"total": 0, "totalCapped": False, "hits": []}
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner")
@@ -279,10 +298,14 @@ def test_postgresql_answers_from_the_gin_index(store):
         cursor.execute("ANALYZE sessions_app_event")
         with CaptureQueriesContext(connection) as queries:
             assert found("needle") == [("s-1", 1)]
-        count_sql = next(q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"])
-        cursor.execute("EXPLAIN " + count_sql)
-        plan = "\n".join(line for line, in cursor.fetchall())
-    assert re.search(r"Index Scan on sessions_app_event_search\b", plan), plan
+        plans = []
+        for query in queries.captured_queries:
+            if "sessions_app_event_search_vector" in query["sql"]:  # the count, and the page of pks
+                cursor.execute("EXPLAIN " + query["sql"])
+                plans.append("\n".join(line for line, in cursor.fetchall()))
+    assert len(plans) == 2
+    for plan in plans:  # a rare word: its few hits from the index, not a walk of every event
+        assert re.search(r"Index Scan on sessions_app_event_search\b", plan), plan
 
 
 def filler_sql(copies: int = 5000) -> str:
