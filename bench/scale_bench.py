@@ -40,8 +40,8 @@ ADK's stores are filled --chunk sessions at a time.
 
 Append throughput (--appends events, one after another, to a new session) is
 timed in the filled store and in an empty one (a fresh SQLite file, or on
-PostgreSQL the database `<name>_empty`, dropped and made again), in a child
-process, and the targets of #27 are printed as met or not.
+PostgreSQL the database `<name>_empty`, dropped and made again), each in a
+child process of its own, and the targets of #27 are printed as met or not.
 """
 from __future__ import annotations
 
@@ -458,11 +458,14 @@ def empty_store_url() -> str:
     return f"{base}/{name}_empty"
 
 
-def empty_append_rate(count: int) -> tuple[float, float]:
-    """`append_rate` in an empty store, in a child process (Django has one default database a process)."""
-    env = {**os.environ, "DATABASE_URL": empty_store_url()}
-    done = subprocess.run([sys.executable, __file__, "--append-only", str(count)], env=env, check=True,
-                          capture_output=True, text=True)
+def child_append_rate(count: int, database_url: str, app: str) -> tuple[float, float]:
+    """`append_rate` in a child process of its own, on `database_url`: the filled store's run and the
+    empty one's alike, each in a fresh interpreter (this process, holding a whole app's lists, would
+    charge its own garbage collector's walks over them to the filled store), and Django has one
+    default database a process."""
+    env = {**os.environ, "DATABASE_URL": database_url}
+    done = subprocess.run([sys.executable, __file__, "--append-only", str(count), "--append-app", app], env=env,
+                          check=True, capture_output=True, text=True)
     rate, cpu = json.loads(done.stdout.strip().splitlines()[-1])
     return rate, cpu
 
@@ -496,8 +499,8 @@ async def run(args: argparse.Namespace) -> None:
         server = await sync_to_async(time_pages)(client, spec, args.repeat)
         print_table(f"server time at {size} sessions (Django test Client, DEBUG=0)", {"ours": server})
         # An app of its own: its state deltas must not reach the app the stores are compared on.
-        appends = {"filled store": await append_rate(f"rate-{RUN}", "user", args.appends),
-                   "empty store": await sync_to_async(empty_append_rate)(args.appends)}
+        appends = {"filled store": child_append_rate(args.appends, os.environ["DATABASE_URL"], f"rate-{RUN}"),
+                   "empty store": child_append_rate(args.appends, empty_store_url(), "empty")}
         print_targets(results, server, appends)
 
 
@@ -512,11 +515,12 @@ def main() -> None:
     parser.add_argument("--store", help="folder of the SQLite stores, kept and reused by the next run")
     parser.add_argument("--chunk", type=int, default=1000, help="sessions of ADK's stores generated at a time")
     parser.add_argument("--appends", type=int, default=200, help="events of the append throughput runs")
-    parser.add_argument("--append-only", type=int, help=argparse.SUPPRESS)  # the empty store's run, in a child
+    parser.add_argument("--append-only", type=int, help=argparse.SUPPRESS)  # an append run, in a child
+    parser.add_argument("--append-app", default="empty", help=argparse.SUPPRESS)
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     if args.append_only:
-        print(json.dumps(asyncio.run(append_rate("empty", "user", args.append_only))))
+        print(json.dumps(asyncio.run(append_rate(args.append_app, "user", args.append_only))))
         return
     call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off serves hashed files
     asyncio.run(run(args))

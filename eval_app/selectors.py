@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from statistics import mean, pstdev
 from typing import Any
 
-from django.db.models import Count, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db import connection
+from django.db.models import Case, Count, F, IntegerField, Max, Min, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.urls import NoReverseMatch, reverse
 from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase
@@ -38,6 +39,7 @@ from .models import EvalCase, EvalCaseResult, EvalRun, EvalSet
 EVAL_SETS_PAGE = 50
 CASES_PAGE = 50
 HISTORY_PAGE = 30
+COMPARE_PAGE = 50
 RESULTS_PAGE = 50
 LAB_PAGE = 50  # cases of the judge lab
 EVAL_SET_ORDER = ("app_name", "eval_set_id")  # unique together: a position names one set
@@ -724,9 +726,10 @@ def edited_fields(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return [name for name in EXPECTATION_FIELDS if (before.get(name) or None) != (after.get(name) or None)]
 
 
-def _case_sides(run: EvalRun) -> dict[str, CaseSide]:
+def _case_sides(run: EvalRun, eval_ids: list[str]) -> dict[str, CaseSide]:
     grouped: dict[str, list[EvalCaseResult]] = defaultdict(list)
-    for result in run.results.prefetch_related("invocations").order_by("position", "repeat"):
+    results = run.results.filter(eval_id__in=eval_ids).prefetch_related("invocations")
+    for result in results.order_by("position", "repeat"):
         grouped[result.eval_id].append(result)
     sides = {}
     for eval_id, results in grouped.items():
@@ -761,27 +764,73 @@ def _change(a: CaseSide | None, b: CaseSide | None) -> str:
     return UNCHANGED
 
 
-def run_compare(a: EvalRun, b: EvalRun) -> list[CaseComparison]:
-    """Each case of either run: verdicts, score deltas, the expectations edited between
-    the runs and, where the agent's tool calls differ, A's trajectory against B's.
-    Regressions come first."""
-    left, right = _case_sides(a), _case_sides(b)
-    order = list(dict.fromkeys(list(left) + list(right)))
-    rows = []
-    for eval_id in order:
-        side_a, side_b = left.get(eval_id), right.get(eval_id)
-        row = CaseComparison(eval_id, side_a, side_b, _change(side_a, side_b))
-        if side_a and side_b:
-            row.trajectory_differs = side_a.calls != side_b.calls
-            row.edited = edited_fields(side_a.case_data, side_b.case_data)
-        if row.trajectory_differs or (side_a and side_b and row.change in (REGRESSED, IMPROVED)):
-            pairs = max(len(side_a.calls), len(side_b.calls))
-            row.trajectory = [
-                diffs.trajectory_diff(_at(side_a.calls, i), _at(side_b.calls, i)) for i in range(pairs)
-            ]
-        rows.append(row)
-    rank = {REGRESSED: 0, IMPROVED: 1, ADDED: 2, REMOVED: 3, UNCHANGED: 4}
-    return sorted(rows, key=lambda r: rank[r.change])
+CHANGE_RANK = {REGRESSED: 0, IMPROVED: 1, ADDED: 2, REMOVED: 3, UNCHANGED: 4}  # the compare page's order
+
+
+@dataclass(frozen=True)
+class ComparePage:
+    rows: list[CaseComparison]
+    next_token: str  # "" on the last page
+    counts: dict[str, int]  # cases by change, over every page
+
+
+def _compared_cases(a: EvalRun, b: EvalRun) -> QuerySet[EvalCaseResult]:
+    """One row a case (eval id) of either run, with its change worked out by the database:
+    a case passed in a run when every repeat of it passed. Ordered by rank, then the case's
+    place in run A (a case only B has: in B), then eval id; so a page needs no case's results
+    but its own, and no page reads a whole run."""
+    in_a, in_b, passed = Q(run_id=a.pk), Q(run_id=b.pk), Q(status=EvalCaseResult.PASSED)
+    cases = EvalCaseResult.objects.filter(run_id__in=[a.pk, b.pk]).values("eval_id").annotate(
+        a_n=Count("pk", filter=in_a), a_ok=Count("pk", filter=in_a & passed),
+        b_n=Count("pk", filter=in_b), b_ok=Count("pk", filter=in_b & passed),
+        place=Coalesce(Min("position", filter=in_a), Min("position", filter=in_b)),
+    )
+    a_passed, b_passed = Q(a_ok=F("a_n")), Q(b_ok=F("b_n"))
+    return cases.annotate(rank=Case(
+        When(a_n=0, then=Value(CHANGE_RANK[ADDED])),
+        When(b_n=0, then=Value(CHANGE_RANK[REMOVED])),
+        When(a_passed & ~b_passed, then=Value(CHANGE_RANK[REGRESSED])),
+        When(b_passed & ~a_passed, then=Value(CHANGE_RANK[IMPROVED])),
+        default=Value(CHANGE_RANK[UNCHANGED]), output_field=IntegerField(),
+    ))
+
+
+def _change_counts(cases: QuerySet[EvalCaseResult]) -> dict[str, int]:
+    sql, params = cases.order_by().values("rank").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT rank, COUNT(*) FROM ({sql}) AS cases GROUP BY rank", params)
+        by_rank = dict(cursor.fetchall())
+    return {change: by_rank.get(rank, 0) for change, rank in CHANGE_RANK.items()}
+
+
+def run_compare_page(a: EvalRun, b: EvalRun, *, size: int, token: str | None = None) -> ComparePage:
+    """A page of the cases of either run (regressions first, see `_compared_cases`): verdicts,
+    score deltas, the expectations edited between the runs and, where the agent's tool calls
+    differ, A's trajectory against B's. ValueError for a token no page wrote."""
+    cases = _compared_cases(a, b)
+    after = page_tokens.position(token, 3) if token else None
+    if after is not None:
+        rank, place, eval_id = after
+        cases = cases.filter(Q(rank__gt=rank) | Q(rank=rank, place__gt=place) | Q(rank=rank, place=place, eval_id__gt=eval_id))
+    found = list(cases.order_by("rank", "place", "eval_id")[:size + 1])
+    page, more = found[:size], len(found) > size
+    eval_ids = [c["eval_id"] for c in page]
+    left, right = _case_sides(a, eval_ids), _case_sides(b, eval_ids)
+    rows = [_compared(eval_id, left.get(eval_id), right.get(eval_id)) for eval_id in eval_ids]
+    last = page[-1] if more else None
+    next_token = page_tokens.encode([last["rank"], last["place"], last["eval_id"]]) if last else ""
+    return ComparePage(rows, next_token, _change_counts(_compared_cases(a, b)))
+
+
+def _compared(eval_id: str, side_a: CaseSide | None, side_b: CaseSide | None) -> CaseComparison:
+    row = CaseComparison(eval_id, side_a, side_b, _change(side_a, side_b))
+    if side_a and side_b:
+        row.trajectory_differs = side_a.calls != side_b.calls
+        row.edited = edited_fields(side_a.case_data, side_b.case_data)
+    if row.trajectory_differs or (side_a and side_b and row.change in (REGRESSED, IMPROVED)):
+        pairs = max(len(side_a.calls), len(side_b.calls))
+        row.trajectory = [diffs.trajectory_diff(_at(side_a.calls, i), _at(side_b.calls, i)) for i in range(pairs)]
+    return row
 
 
 def _at(calls: list[list[dict[str, Any]]], index: int) -> list[dict[str, Any]]:

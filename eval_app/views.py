@@ -204,7 +204,15 @@ def run_compare(request: HttpRequest) -> HttpResponse:
     except ValueError as exc:
         raise Http404("Pick two runs to compare.") from exc
     metric_names = list(dict.fromkeys(a.metric_names + b.metric_names))
-    return render(request, "eval_app/compare.html", {
-        "a": a, "b": b, "rows": selectors.run_compare(a, b), "metric_names": metric_names,
-        "a_label": f"run #{a.pk}", "b_label": f"run #{b.pk}",
-    })
+    after = request.GET.get("after")
+    try:
+        page = selectors.run_compare_page(a, b, size=selectors.COMPARE_PAGE, token=after)
+    except ValueError:
+        return bad_position(request, "after")
+    context = {
+        "a": a, "b": b, "rows": page.rows, "more": page.next_token, "counts": page.counts,
+        "metric_names": metric_names, "a_label": f"run #{a.pk}", "b_label": f"run #{b.pk}",
+    }
+    if request.htmx and after:  # "more cases", below the rows shown
+        return render(request, "eval_app/compare.html#compare_rows", context)
+    return render(request, "eval_app/compare.html", context)

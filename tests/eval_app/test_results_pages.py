@@ -19,7 +19,8 @@ from google.adk.evaluation.eval_metrics import (
 )
 from google.adk.evaluation.eval_rubrics import RubricScore
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from eval_app import progress, selectors
 from eval_app.models import EvalCase, EvalCaseResult, EvalInvocationResult, EvalRun, EvalSet, EvalWorkItem
@@ -248,7 +249,7 @@ def test_comparison_flags_edited_expectations_and_colours_regressions_and_improv
     results(after, [("greeting", "failed", 0.2, edited), ("plan_lisbon", "passed", 0.7, with_state),
                     ("weather_oslo", "passed", 0.8, None)])
 
-    rows = {row.eval_id: row for row in selectors.run_compare(before, after)}
+    rows = {row.eval_id: row for row in selectors.run_compare_page(before, after, size=50).rows}
     assert (rows["greeting"].change, rows["greeting"].edited) == ("regressed", ["conversation"])
     assert (rows["plan_lisbon"].change, rows["plan_lisbon"].edited) == ("improved", ["final_session_state"])
     assert (rows["weather_oslo"].change, rows["weather_oslo"].edited) == ("unchanged", [])
@@ -278,11 +279,67 @@ def test_comparison_diffs_the_two_runs_tool_trajectories(demo_set):
         result = add_result(run, "plan_lisbon", status="passed",
                             metrics=[metric("tool_trajectory_avg_score", 1.0, PASSED, threshold=1.0)])
         EvalInvocationResult.objects.create(case_result=result, index=0, actual={}, actual_tool_calls=calls)
-    [comparison] = selectors.run_compare(first, second)
+    [comparison] = selectors.run_compare_page(first, second, size=50).rows
     assert comparison.trajectory_differs and comparison.change == "unchanged" and comparison.edited == []
     [[changed, extra]] = comparison.trajectory
     assert (changed.kind, extra.kind) == ("changed", "extra")
     assert [(a.key, a.expected, a.actual, a.kind) for a in changed.args] == [("city", "Lisbon", "Porto", "changed")]
+
+
+def compared_runs(demo_set: EvalSet, cases: int) -> tuple[EvalRun, EvalRun]:
+    """Two runs of `cases` cases (two repeats each): every fifth regressed, every fifth improved,
+    one case only in the first run and one only in the second; the rest unchanged."""
+    before, after = make_run(demo_set, metrics=[]), make_run(demo_set, metrics=[])
+    for i in range(cases):
+        was, now = {0: ("passed", "failed"), 1: ("failed", "passed")}.get(i % 5, ("passed", "passed"))
+        for repeat in (0, 1):
+            if i != cases - 1:
+                EvalCaseResult.objects.create(run=before, eval_id=f"case{i:03d}", repeat=repeat, position=cases - i,
+                                              status=was, metrics=[], case_data={})
+            if i != 0:  # the second repeat of a regression still passes: one failure is enough
+                EvalCaseResult.objects.create(run=after, eval_id=f"case{i:03d}", repeat=repeat, position=cases - i,
+                                              status="passed" if repeat and was == "passed" else now,
+                                              metrics=[], case_data={})
+    return before, after
+
+
+def test_the_comparison_pages_regressions_first_and_counts_every_case(client, demo_set, monkeypatch):
+    before, after = compared_runs(demo_set, 12)
+    shown, token = [], None
+    while True:
+        page = selectors.run_compare_page(before, after, size=5, token=token)
+        shown += [(row.eval_id, row.change) for row in page.rows]
+        if not page.next_token:
+            break
+        token = page.next_token
+    changes = [change for _, change in shown]
+    assert changes == sorted(changes, key=selectors.CHANGE_RANK.get) and len(shown) == 12
+    # Within a change, in the order of run A's cases (position), as the page always showed them.
+    assert [e for e, c in shown if c == "regressed"] == ["case010", "case005"]
+    assert [e for e, c in shown if c == "added"] == ["case011"] and [e for e, c in shown if c == "removed"] == ["case000"]
+    assert page.counts == {"regressed": 2, "improved": 2, "added": 1, "removed": 1, "unchanged": 6}
+
+    monkeypatch.setattr(selectors, "COMPARE_PAGE", 5)
+    url = reverse("eval_app:run_compare")
+    first = client.get(url, {"a": before.pk, "b": after.pk}).content.decode()
+    assert first.count('id="cmp-') == 5 and 'id="compare-more"' in first and "2 regressed" in first
+    more_url = html.unescape(re.search(r'hx-get="([^"]+)"', first[first.index('id="compare-more"'):]).group(1))
+    more = client.get(more_url, headers={"HX-Request": "true"}).content.decode()
+    assert more.count('id="cmp-') == 5 and "<h1>" not in more and 'id="compare-more"' in more
+    refused = client.get(url, {"a": before.pk, "b": after.pk, "after": "nope"})
+    assert refused.status_code == 400 and "after" in refused.content.decode()
+
+
+def test_the_comparison_queries_alike_for_5_and_50_cases(client, demo_set):
+    counted = []
+    for cases in (5, 50):
+        before, after = compared_runs(demo_set, cases)
+        url = reverse("eval_app:run_compare") + f"?a={before.pk}&b={after.pk}"
+        client.get(url)
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        counted.append(len(captured))
+    assert counted[0] == counted[1]
 
 
 def test_history_lists_every_metric_the_runs_asked_for(client, demo_set):
