@@ -33,11 +33,41 @@ def _adk_session(app_name: str, row: selectors.ListedSession, events: list[Event
 
 
 _SESSION_LIST = TypeAdapter(list[Session])
+_LISTED_FIELDS = frozenset({"id", "app_name", "user_id", "state", "events", "last_update_time"})
+# Listed rows are built straight into ADK's `Session` (what pydantic's `model_construct` does,
+# at a third of validation's cost where `model_construct` costs double), while `Session` is
+# exactly these fields and this private value, with no validator to run: our columns already
+# hold their types (text ids, a JSON object, a float). An ADK whose `Session` is anything else
+# gets validated ones; tests/sessions_app/test_session_service_build.py holds both equal.
+_BUILD_DIRECT = (
+    frozenset(Session.model_fields) == _LISTED_FIELDS
+    and set(Session.__private_attributes__) == {"_storage_update_marker"}
+    and Session.model_config.get("extra") != "allow"
+    and not any(getattr(Session.__pydantic_decorators__, kind) for kind in (
+        "validators", "field_validators", "root_validators", "model_validators"))
+)
 
 
 def _adk_sessions(app_name: str, rows: list[selectors.ListedSession]) -> list[Session]:
-    """ADK's `Session`s of listed rows: validated in one call, which costs a
-    list a quarter less than building them one by one."""
+    """ADK's `Session`s of listed rows (no events), with their storage markers."""
+    if not _BUILD_DIRECT:
+        return _validated_sessions(app_name, rows)
+    sessions = []
+    for row in rows:
+        session = Session.__new__(Session)
+        object.__setattr__(session, "__dict__", {
+            "id": row.session_id, "app_name": app_name, "user_id": row.user_id, "state": row.state, "events": [],
+            "last_update_time": row.update_time,
+        })
+        object.__setattr__(session, "__pydantic_fields_set__", _LISTED_FIELDS)
+        object.__setattr__(session, "__pydantic_extra__", None)
+        object.__setattr__(session, "__pydantic_private__", {"_storage_update_marker": str(row.revision)})
+        sessions.append(session)
+    return sessions
+
+
+def _validated_sessions(app_name: str, rows: list[selectors.ListedSession]) -> list[Session]:
+    """`_adk_sessions` through pydantic's validation, in one call (a quarter less than one by one)."""
     sessions = _SESSION_LIST.validate_python([
         {"id": row.session_id, "app_name": app_name, "user_id": row.user_id, "state": row.state, "events": [],
          "last_update_time": row.update_time}
