@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.db.models import Count, ExpressionWrapper, F, FloatField, Max, Min, Q, Sum
 
 from sessions_app.models import Event, Session
@@ -77,13 +78,14 @@ class Totals:
     model_ms: float = 0.0
     tool_calls: int = 0
     tool_errors: int = 0
-    invocations: list[Totals] = field(default_factory=list)
+    invocations: list[Totals] = field(default_factory=list)  # a session's newest, oldest first
+    invocation_count: int = 0  # a session's invocations, all of them
     wall_ms_sum: float = 0.0
 
     @property
     def wall_ms(self) -> float | None:
         """Invocation: first start to last end. Session: the invocations' sum."""
-        if self.invocations:
+        if self.invocation_count:
             return self.wall_ms_sum
         if self.started_at is None or self.ended_at is None:
             return None
@@ -91,53 +93,85 @@ class Totals:
 
     @property
     def recorded(self) -> bool:
-        return bool(self.model_calls or self.tool_calls or self.invocations)
+        return bool(self.model_calls or self.tool_calls or self.invocation_count)
 
 
 _END = ExpressionWrapper(F("started_at") + F("duration_ms") / 1000.0, output_field=FloatField())
 
 
-def invocation_totals(session: Session) -> list[Totals]:
-    """Token and latency totals of each recorded invocation, oldest first. Three grouped queries."""
+def invocation_totals(session: Session, invocation_ids: list[str] | None = None) -> list[Totals]:
+    """Token and latency totals of each recorded invocation (of those in `invocation_ids` only,
+    when given), oldest first. Three grouped queries."""
     by_id: dict[str, Totals] = {}
 
     def totals(invocation_id: str) -> Totals:
         return by_id.setdefault(invocation_id, Totals(invocation_id=invocation_id))
 
-    for row in _grouped(ModelCall, session, calls=Count("pk"), errors=Count("pk", filter=~Q(error="") | ~Q(error_code="")),
-                        prompt=Sum("prompt_tokens"), output=Sum("output_tokens"), cached=Sum("cached_tokens"),
-                        total=Sum("total_tokens"), ms=Sum("duration_ms")):
+    for row in _grouped(ModelCall, session, invocation_ids, **_MODEL_SUMS):
         t = totals(row["invocation_id"])
-        t.model_calls, t.model_errors, t.model_ms = row["calls"], row["errors"], row["ms"] or 0.0
-        t.prompt_tokens, t.output_tokens = row["prompt"] or 0, row["output"] or 0
-        t.cached_tokens, t.total_tokens = row["cached"] or 0, row["total"] or 0
+        _model_sums(t, row)
         _widen(t, row)
-    failed_tool = ~Q(error="") | Q(result__has_key="error") | Q(result__status="error")
-    for row in _grouped(ToolCall, session, calls=Count("pk"), errors=Count("pk", filter=failed_tool)):
+    for row in _grouped(ToolCall, session, invocation_ids, **_TOOL_SUMS):
         t = totals(row["invocation_id"])
         t.tool_calls, t.tool_errors = row["calls"], row["errors"]
         _widen(t, row)
-    for row in _grouped(AgentRun, session):
+    for row in _grouped(AgentRun, session, invocation_ids):
         _widen(totals(row["invocation_id"]), row)
     return sorted(by_id.values(), key=lambda t: (t.started_at or 0.0, t.invocation_id))
 
 
-def session_totals(session: Session) -> Totals:
-    invocations = invocation_totals(session)
-    total = Totals(invocations=invocations)
-    for t in invocations:
-        for name in ("model_calls", "model_errors", "prompt_tokens", "output_tokens", "cached_tokens",
-                     "total_tokens", "model_ms", "tool_calls", "tool_errors"):
-            setattr(total, name, getattr(total, name) + getattr(t, name))
-        total.wall_ms_sum += t.wall_ms or 0.0
+_MODEL_SUMS = {
+    "calls": Count("pk"), "errors": Count("pk", filter=~Q(error="") | ~Q(error_code="")),
+    "prompt": Sum("prompt_tokens"), "output": Sum("output_tokens"), "cached": Sum("cached_tokens"),
+    "total": Sum("total_tokens"), "ms": Sum("duration_ms"),
+}
+_TOOL_SUMS = {"calls": Count("pk"), "errors": Count("pk", filter=~Q(error="") | Q(result__has_key="error") | Q(result__status="error"))}
+
+
+def _model_sums(t: Totals, row: dict) -> None:
+    t.model_calls, t.model_errors, t.model_ms = row["calls"], row["errors"], row["ms"] or 0.0
+    t.prompt_tokens, t.output_tokens = row["prompt"] or 0, row["output"] or 0
+    t.cached_tokens, t.total_tokens = row["cached"] or 0, row["total"] or 0
+
+
+def session_totals(session: Session, *, recent: int = 20) -> Totals:
+    """The session's totals, and those of its `recent` newest invocations. A fixed number of
+    queries whatever the session's length: no invocation but the shown ones is read into Python."""
+    total = Totals()
+    _model_sums(total, ModelCall.objects.filter(session=session).aggregate(**_MODEL_SUMS))
+    tools = ToolCall.objects.filter(session=session).aggregate(**_TOOL_SUMS)
+    total.tool_calls, total.tool_errors = tools["calls"], tools["errors"]
+    total.invocation_count, total.wall_ms_sum, newest = _invocation_spans(session, recent)
+    total.invocations = invocation_totals(session, newest) if newest else []
     return total
 
 
-def _grouped(model: type, session: Session, **aggregates) -> list[dict]:
-    return list(
-        model.objects.filter(session=session).values("invocation_id")
-        .annotate(first=Min("started_at"), last=Max(_END), **aggregates).order_by()
-    )
+def _invocation_spans(session: Session, newest: int) -> tuple[int, float, list[str]]:
+    """How many invocations the session's records name, the sum of each one's first start to
+    last end (ms), and the ids of the `newest` that started last."""
+    parts = [
+        model.objects.filter(session=session).annotate(ended=_END).values_list("invocation_id", "started_at", "ended")
+        .order_by().query.sql_with_params()
+        for model in (ModelCall, ToolCall, AgentRun)
+    ]
+    spans = " UNION ALL ".join(sql for sql, _ in parts)
+    params = [p for _, part_params in parts for p in part_params]
+    grouped = (f"SELECT invocation_id, MIN(started_at) AS first, MAX(ended) AS last FROM ({spans}) AS spans"
+               " GROUP BY invocation_id")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*), SUM((last - first) * 1000) FROM ({grouped}) AS invocations", params)
+        count, wall = cursor.fetchone()
+        cursor.execute(f"SELECT invocation_id FROM ({grouped}) AS invocations"
+                       " ORDER BY COALESCE(first, 0) DESC, invocation_id DESC LIMIT %s", [*params, newest])
+        ids = [row[0] for row in cursor.fetchall()]
+    return count, wall or 0.0, ids
+
+
+def _grouped(model: type, session: Session, invocation_ids: list[str] | None, **aggregates) -> list[dict]:
+    rows = model.objects.filter(session=session)
+    if invocation_ids is not None:
+        rows = rows.filter(invocation_id__in=invocation_ids)
+    return list(rows.values("invocation_id").annotate(first=Min("started_at"), last=Max(_END), **aggregates).order_by())
 
 
 def _widen(totals: Totals, row: dict) -> None:

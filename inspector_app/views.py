@@ -19,7 +19,7 @@ RECENT_INVOCATIONS = 20  # shown in the session header; totals count them all
 
 def header_context(session: Session) -> dict[str, Any]:
     """What `inspector_app/partials/session_totals.html` needs, for the session page's context."""
-    return {"inspector_totals": selectors.session_totals(session), "recent_invocations": RECENT_INVOCATIONS}
+    return {"inspector_totals": selectors.session_totals(session, recent=RECENT_INVOCATIONS)}
 
 
 @require_GET
@@ -65,7 +65,7 @@ def invocation_trace(request: HttpRequest, pk: int, invocation_id: str) -> HttpR
     found = trace.invocation_trace(session, invocation_id)
     if found.empty and not session_selectors.invocation_exists(session=session, invocation_id=invocation_id):
         raise Http404(f"Session {session.session_id!r} has no invocation {invocation_id!r}.")
-    totals = next((t for t in selectors.invocation_totals(session) if t.invocation_id == invocation_id), None)
+    totals = next(iter(selectors.invocation_totals(session, [invocation_id])), None)
     context = {"session": session, "trace": found, "totals": totals}
     template = "inspector_app/trace.html"
     if getattr(request, "htmx", False):

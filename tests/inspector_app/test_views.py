@@ -8,7 +8,7 @@ from asgiref.sync import async_to_sync
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from inspector_app import views
+from inspector_app import selectors, views
 from inspector_app.models import ModelCall, ToolCall
 from sessions_app.models import Event, Session
 
@@ -125,6 +125,21 @@ def test_the_session_totals_count_tokens_and_latency(client, recorded):
     html = client.get(reverse("inspector_app:session_totals", args=[recorded.pk]), **HTMX).content.decode()
     assert f'<strong class="total-tokens">{totals.total_tokens:,}</strong>' in html
     assert html.count("data-invocation=") == 3
+
+
+def test_the_session_totals_count_every_invocation_but_read_only_the_newest(recorded, django_assert_num_queries):
+    every = selectors.invocation_totals(recorded)
+    with django_assert_num_queries(7):  # two sums, two over the invocations' spans, three for the newest two
+        totals = selectors.session_totals(recorded, recent=2)
+    assert totals.invocation_count == len(every) == 3
+    assert [t.invocation_id for t in totals.invocations] == [t.invocation_id for t in every[-2:]]
+    assert totals.invocations == every[-2:]
+    assert totals.wall_ms == pytest.approx(sum(t.wall_ms or 0.0 for t in every))
+    for name in ("model_calls", "model_errors", "prompt_tokens", "output_tokens", "cached_tokens", "total_tokens",
+                 "model_ms", "tool_calls", "tool_errors"):
+        assert getattr(totals, name) == pytest.approx(sum(getattr(t, name) for t in every)), name
+    html = render_to_string("inspector_app/partials/session_totals.html", {"session": recorded, "inspector_totals": totals})
+    assert "per invocation (3)" in html and html.count("data-invocation=") == 2 and "The 2 most recent shown." in html
 
 
 def test_the_timeline_snippets_render_for_agent_rows_only(recorded):
