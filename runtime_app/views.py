@@ -22,7 +22,6 @@ from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.genai import types
 
-from inspector_app import views as inspector_views
 from sessions_app import page_tokens, selectors, services, timeline
 from sessions_app.forms import SessionCreateForm
 from sessions_app.models import App, Event, Session
@@ -203,7 +202,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     }
     if request.htmx and request.htmx.target == "timeline-section":
         return render(request, "runtime_app/session_detail.html#timeline_section", context)
-    context |= chat_context(session) | inspector_views.header_context(session) | graph.session_context(session)
+    context |= chat_context(session) | graph.session_context(session)
     return render(request, "runtime_app/session_detail.html", context)
 
 

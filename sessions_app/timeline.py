@@ -15,7 +15,11 @@ from google.adk.events.event import Event as AdkEvent
 from . import health, node_stats, selectors
 from .models import SCOPE_PREFIXES, Event, Session, StateChange
 
-PAGE_SIZE = 50
+PAGE_SIZE = 50  # a page of "load older"
+# The session page opens on this many of the newest events: more than the timeline's box shows
+# on a large screen, and each row costs about a third of a millisecond to build and render;
+# scrolling up to the top loads older pages of PAGE_SIZE.
+FIRST_PAGE = 12
 
 
 @dataclass
@@ -199,12 +203,18 @@ class PageAt:
     snapshot: bool  # the page ends at the asked event: newer events are not shown, so it is not live
 
 
-def page_at(session: Session, at: int | None, *, filters: selectors.Filters = selectors.Filters()) -> PageAt:
-    """The page that shows event #`at` (a shared address): the newest page when
-    it holds #`at`, so the page stays live; else the page that ends at #`at`."""
-    views, has_older = page(session, filters=filters)
+def page_at(session: Session, at: int | None, *, filters: selectors.Filters = selectors.Filters(),
+            size: int = FIRST_PAGE) -> PageAt:
+    """The page that shows event #`at` (a shared address): the newest `size` events when
+    they hold #`at`, else the newest PAGE_SIZE when those do, so the page stays live; else the
+    page that ends at #`at`."""
+    views, has_older = page(session, filters=filters, size=size)
     if at is None or not has_older or (views and at >= views[0].seq):
         return PageAt(views, has_older, snapshot=False)
+    if size < PAGE_SIZE:
+        views, has_older = page(session, filters=filters, size=PAGE_SIZE)
+        if not has_older or (views and at >= views[0].seq):
+            return PageAt(views, has_older, snapshot=False)
     views, has_older = page(session, filters=filters, before=at + 1)
     return PageAt(views, has_older, snapshot=True)
 

@@ -88,7 +88,7 @@ def test_the_pages_work_with_no_violation(watched, live_server, demo):
     expect(page.locator("body")).to_contain_text(DEMO_SESSION)
 
     # The session page: the timeline, its websocket, and htmx clicks.
-    page.goto(f"{base}/sessions/{demo}/")
+    page.goto(f"{base}/sessions/{demo}/?at=3")  # the demo's start too, not only the first screen's newest events
     expect(page.locator("#live-label")).to_have_text("live")
     expect(page.locator("#timeline .event").first).to_be_visible()
     page.locator("#event-2 .head").click()  # a row click: no htmx trigger filter, no eval
@@ -177,6 +177,8 @@ def test_a_viewer_logs_in_watches_live_and_is_told_a_change_is_not_allowed(watch
     page.click("button[type=submit]")
     page.wait_for_url(re.compile(rf"/sessions/{demo}/$"))
     expect(page.locator("#live-label")).to_have_text("live")  # a viewer's websocket opens
+    page.goto(f"{live_server.url}/sessions/{demo}/?at=3")
+    expect(page.locator("#live-label")).to_have_text("live")
     page.locator("#event-2 .head").click()
     expect(page.locator("#state-panel")).to_contain_text("State as of #2")
     settled(page)

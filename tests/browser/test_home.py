@@ -98,7 +98,7 @@ def test_the_home_dashboard_leads_into_the_demo_and_shows_what_needs_a_look(page
     page.locator("#demo-link").click()
     demo_pk = SessionRow.objects.get(session_id=demo.DEMO_SESSION).pk
     expect(page).to_have_url(f"{live_server.url}/sessions/{demo_pk}/")
-    expect(page.locator("#timeline .event", has_text="Please plan a trip to Lisbon").first).to_be_visible()
+    expect(page.locator("#timeline .event", has_text="And the weather in Atlantis?").first).to_be_visible()
 
     # A phrase from the home page, typed in a new session's chat, gets the answer its rule gives.
     page.go_back()

@@ -12,6 +12,7 @@ from google.genai import types
 from playwright.sync_api import expect
 
 from adkui.adk import DjangoArtifactService, DjangoSessionService
+from sessions_app import timeline
 from sessions_app.models import Session as SessionRow
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -155,7 +156,7 @@ def test_hostile_payloads_render_inert_on_every_page(page, live_server, hostile)
     pk, count = hostile
     base = live_server.url
     assert_inert(page, f"{base}/sessions/{pk}/")
-    expect(page.locator("#timeline article.event")).to_have_count(50)  # the newest page; older ones on request
+    expect(page.locator("#timeline article.event")).to_have_count(timeline.FIRST_PAGE)  # the newest; older on request
     # Reach the top as a reader does: the button loads on intersect, so a click can race its own swap.
     page.evaluate("document.getElementById('timeline').scrollTop = 0")
     expect(page.locator("#timeline article.event")).to_have_count(count + 2)  # all events + "session created"

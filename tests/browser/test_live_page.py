@@ -17,7 +17,7 @@ from google.genai import types
 from playwright.sync_api import expect
 
 from adkui.adk import DjangoArtifactService, DjangoSessionService
-from sessions_app import services
+from sessions_app import services, timeline
 from sessions_app import views as session_views
 from sessions_app.keys import SessionKey
 from sessions_app.models import Event as EventRow
@@ -172,7 +172,7 @@ def test_a_call_on_an_older_page_is_paired_with_its_response_on_a_newer_one(page
     reply = types.Part(function_response=types.FunctionResponse(id="call-1", name="weather", response={"sky": "snow"}))
     events = [Event(author="bot", invocation_id="inv-1", content=types.Content(role="model", parts=[call])),
               Event(author="bot", invocation_id="inv-1", content=types.Content(role="user", parts=[reply]))]
-    events += [said("bot", f"chat {i}", "inv-2") for i in range(49)]
+    events += [said("bot", f"chat {i}", "inv-2") for i in range(timeline.FIRST_PAGE - 1)]  # #1 on the older page
     _, pk = make_session(live_server, APP, "pairing-pages", events)
     page.goto(f"{live_server.url}/sessions/{pk}/")
     expect(page.locator("#event-2 .response .paired")).to_contain_text("to call weather")
@@ -206,15 +206,17 @@ def test_reaching_the_top_loads_one_older_page_and_keeps_the_readers_place(page,
     page = open_live(page, f"{live_server.url}/sessions/{pk}/")
     page.evaluate(COUNT_LOADS)
     rows = page.locator("#timeline article.event")
-    expect(rows).to_have_count(50)
+    first = timeline.FIRST_PAGE
+    expect(rows).to_have_count(first)  # the first screen; older pages are of PAGE_SIZE
 
-    for loaded, reading in ((100, 617), (150, 567)):
+    for loads in (1, 2):
+        loaded, reading = first + loads * timeline.PAGE_SIZE, 666 - rows.count() + 1  # the top row before the load
         before = page.evaluate(TO_TOP, reading)
         expect(rows).to_have_count(loaded)
         settled(page)
         page.wait_for_function(FRAMES)
         settled(page)
-        assert page.evaluate("window.olderLoads") == loaded // 50 - 1, "loading older pages cascaded"
+        assert page.evaluate("window.olderLoads") == loads, "loading older pages cascaded"
         assert rows.count() == loaded
         assert abs(page.evaluate(OFFSET, reading) - before) <= 1, "the reader lost their place"
         assert page.evaluate("document.getElementById('timeline').scrollTop") > 0

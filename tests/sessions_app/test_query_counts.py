@@ -10,7 +10,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
-from sessions_app import page_tokens
+from sessions_app import page_tokens, timeline
 from sessions_app.models import Event as EventRow
 from sessions_app.models import Session as SessionRow
 
@@ -83,7 +83,6 @@ SESSION_LISTS = {
     "API search after a position": lambda: f"/api/apps/{APP}/search?q=word&page_token={search_position()}",
 }
 EVENT_LISTS = {
-    "session page": lambda: f"/sessions/{long_pk()}/",
     "session events (more rows)": lambda: f"/sessions/{long_pk()}/events/",
     "key history of a user key": lambda: f"/sessions/{long_pk()}/key-history/?key=user:k",
     "key history of an app key": lambda: f"/sessions/{long_pk()}/key-history/?key=app:k",
@@ -108,6 +107,21 @@ def test_event_lists_query_alike_for_5_and_50_events(client, service, url: Calla
     few = queries(client, url())
     add_events(service, 5, 50)
     assert queries(client, url()) == few
+
+
+def test_the_session_page_queries_alike_for_few_and_many_events(client, service):
+    """While the whole session fits on the first screen the page also shows its start (the initial
+    state: one query); once older events exist it does not. Beyond that, rows add no query."""
+    url = lambda: f"/sessions/{long_pk()}/"  # noqa: E731
+    add_events(service, 0, 5)
+    few = queries(client, url())
+    add_events(service, 5, timeline.FIRST_PAGE)
+    assert queries(client, url()) == few
+    add_events(service, timeline.FIRST_PAGE, timeline.FIRST_PAGE + 1)
+    many = queries(client, url())
+    assert many == few - 1
+    add_events(service, timeline.FIRST_PAGE + 1, 60)
+    assert queries(client, url()) == many
 
 
 def test_the_app_page_before_a_position_queries_no_more_for_50_sessions_than_for_5(client, service):
