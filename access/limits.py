@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from django.conf import settings
@@ -67,36 +68,54 @@ def check_json_value(value: Any, field: str, *, max_depth: int | None = None) ->
     """Every string (keys too) storable, every number finite, nesting within the cap.
 
     Iterative, so a value nested deeper than Python's recursion limit is
-    refused instead of crashing whatever walks it next.
+    refused instead of crashing whatever walks it next. The error names where in
+    `value` the breach is (`field.key[2]`; the API's whole body, "body", is left out:
+    `state.note`).
     """
     limit = max_json_depth() if max_depth is None else max_depth
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
     while stack:
-        item, depth = stack.pop()
+        item, depth, path = stack.pop()
         if isinstance(item, str):
-            check_text(item, field)
-        elif isinstance(item, float) and not math.isfinite(item):
-            raise InputError(field, "contains a number JSON cannot hold (infinite or not a number).")
+            check_text(item, _at(field, path))
+        elif (isinstance(item, float) and not math.isfinite(item)) or isinstance(item, _NotJson):
+            raise InputError(_at(field, path), "contains a number JSON cannot hold (infinite or not a number).")
         elif isinstance(item, (dict, list)):
             if depth > limit:
-                raise InputError(field, f"nests deeper than {limit} levels.")
+                raise InputError(_at(field, path), f"nests deeper than {limit} levels.")
             if isinstance(item, dict):
                 for key, sub in item.items():
-                    check_text(str(key), field)
-                    stack.append((sub, depth + 1))
+                    check_text(str(key), _at(field, path))
+                    stack.append((sub, depth + 1, f"{path}.{key}"))
             else:
-                stack.extend((sub, depth + 1) for sub in item)
+                stack.extend((sub, depth + 1, f"{path}[{i}]") for i, sub in enumerate(item))
+
+
+_STEP = re.compile(r"\.[^.\[]*|\[\d+\]")
+
+
+def _at(field: str, path: str, steps: int = 6) -> str:
+    """`field` followed by `path` (its first `steps` keys and indexes: a deep one ends in "…")."""
+    if not path:
+        return field
+    found = _STEP.findall(path)
+    if len(found) > steps:
+        path = "".join(found[:steps]) + "…"
+    return path.removeprefix(".") if field == "body" else field + path
+
+
+class _NotJson(float):
+    """What the parser puts where the text had NaN, Infinity or a number too large for a
+    float, so the walk above can say where it was."""
 
 
 def _finite_float(text: str) -> float:
     number = float(text)
-    if not math.isfinite(number):  # 1e400 parses as inf
-        raise InputError("body", f"the number {text} is too large for JSON.")
-    return number
+    return number if math.isfinite(number) else _NotJson("nan")  # 1e400 parses as inf
 
 
 def _no_constant(name: str) -> Any:
-    raise InputError("body", f"{name} is not JSON.")
+    return _NotJson("nan")
 
 
 def loads(text: str | bytes, field: str = "body") -> Any:
@@ -105,8 +124,6 @@ def loads(text: str | bytes, field: str = "body") -> Any:
         value = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
     except RecursionError:
         raise InputError(field, f"nests deeper than {max_json_depth()} levels.") from None
-    except InputError as exc:  # a number JSON cannot hold, named as the caller names the text
-        raise InputError(field, exc.message) from None
     check_json_value(value, field)
     return value
 

@@ -107,10 +107,10 @@ def test_state_the_write_path_cannot_store_is_a_400_naming_it_and_creates_nothin
             "state_session": state, "state_user": "{}", "state_app": "{}"}
     response = client.post(f"/model-calls/{handoff.pk}/continue/", form)
     assert response.status_code == 400
-    assert re.search(r'data-field="state(_session)?"', response.content.decode())
-    # The API's JSON parser refuses such a body whole, as on every route, before the view reads it.
+    assert re.search(r'data-field="state(_session)?(\.note)?"', response.content.decode())
+    # The API's JSON parser refuses such a body whole, as on every route, naming where in it the value was.
     response = _continue(client, handoff, '{"state": %s}' % state)
-    assert response.status_code == 400 and "body" in response.json(), response.content
+    assert response.status_code == 400 and "state.note" in response.json(), response.content
     assert _counts() == before
 
 
