@@ -340,6 +340,11 @@ async def time_service(service: BaseSessionService, spec: Spec, repeat: int, tag
     tag = f"{tag}-{RUN}"
     appended = await service.create_session(app_name=app, user_id=spec.user(2), session_id=f"append-{tag}")
     late = time.time()
+    # A server's steady state: reads at once, untimed, so that every thread of a service's pool has
+    # opened its connection (ours: ADKUI_SESSION_THREADS threads, each its own; a sequential series
+    # alone leaves some threads to open theirs in the middle of it, timed).
+    await asyncio.gather(*(service.get_session(app_name=app, user_id=user, session_id=target, config=recent)
+                           for _ in range(32)))
 
     async def append(i: int) -> None:
         event = spec.event(2, i)

@@ -160,10 +160,12 @@ class SearchResults:
 
 # Newest stored event first: the order both indexes can give without sorting every hit
 # (FTS5 walks its rowids, the event pks, backwards; PostgreSQL reads the pk index backwards
-# or sorts the few hits of a rare word), so a word in half of all events costs what a rare one does.
+# for a common word or sorts the few hits of a rare one, told apart by the statistics of
+# migration 0015), so a word in half of all events costs about what a rare one does.
 HIT_ORDER = ("-pk",)
-# Counting every hit of a common word would read all of them: the count stops past this many.
-COUNT_CAP = 1000
+# Counting every hit of a common word would read all of them (on PostgreSQL, working out each
+# one's text vector): the count stops past this many.
+COUNT_CAP = 100
 
 
 def search_events(

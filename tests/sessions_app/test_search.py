@@ -331,3 +331,11 @@ def indexed_ids(word: str) -> list[int]:
             cursor.execute("SELECT id FROM sessions_app_event WHERE sessions_app_event_search_vector(data)"
                            " @@ phraseto_tsquery('simple', %s)", [word])
         return sorted(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner")
+def test_postgresql_keeps_fine_statistics_of_the_words_events_hold():
+    """Migration 0015: with the default target a word no event holds was planned as a walk of every event."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT attstattarget FROM pg_attribute WHERE attrelid = 'sessions_app_event_search'::regclass")
+        assert cursor.fetchone()[0] == 1000
