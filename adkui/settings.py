@@ -123,6 +123,11 @@ TEMPLATES = [
 # Threads (each with its own database connection) that DjangoSessionService's
 # async calls run on, so concurrent sessions are written at once (sessions_app.db_threads).
 ADKUI_SESSION_THREADS = envint("ADKUI_SESSION_THREADS", 8)
+# PostgreSQL: the session service's own statements (append, list, get) are prepared on their
+# connection, so the server plans them once (sessions_app._append_sql.Statements; Django's own
+# queries never are). Off for a pooler that cannot keep prepared statements (PgBouncer in
+# transaction mode before 1.21).
+ADKUI_PREPARED_STATEMENTS = envbool("ADKUI_PREPARED_STATEMENTS", True)
 
 
 def _database(url: str | None) -> dict:
@@ -151,6 +156,10 @@ def _database(url: str | None) -> dict:
             "min_size": 2, "max_size": envint("DB_POOL_MAX_SIZE", 10 + ADKUI_SESSION_THREADS),
             "timeout": envint("DB_POOL_TIMEOUT", 30),
         }
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # Django's own (client-binding) cursors never prepare; the session service's
+        # server-binding ones prepare a statement their connection runs a fifth time.
+        config.setdefault("OPTIONS", {})["prepare_threshold"] = 5 if ADKUI_PREPARED_STATEMENTS else None
     return config
 
 

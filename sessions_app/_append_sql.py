@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import psycopg
 from django.db.backends.utils import CursorWrapper
 
 from . import health
@@ -88,9 +89,15 @@ def _qmarks(sql: str) -> str:
 class Statements:
     def __init__(self, cursor: CursorWrapper) -> None:
         self.db = cursor.db
-        self.raw = cursor.cursor  # the driver's cursor under Django's wrappers
         self.sqlite = self.db.vendor == "sqlite"
         postgres = self.db.vendor == "postgresql"
+        # The driver's cursor under Django's wrappers. On PostgreSQL a server-binding cursor of
+        # the same connection instead of Django's client-binding one, which spells every value
+        # into the SQL text in Python (an append's JSON too); and there psycopg prepares a
+        # statement its connection runs a fifth time (`prepare_threshold`, ADKUI_PREPARED_STATEMENTS
+        # in the settings), so the server plans our few hot statements once per connection instead
+        # of on every call (one user's list: 0.49 -> 0.17 ms at the server).
+        self.raw = psycopg.Cursor(cursor.db.connection) if postgres else cursor.cursor
         self.json = "%s::jsonb" if postgres else "%s"
         self.for_update = " FOR UPDATE" if postgres else ""
 

@@ -196,11 +196,16 @@ def session_list(
     """
     with connection.cursor() as cursor:
         sql = _append_sql.Statements(cursor)
-        shared = _list_sql.shared_states(sql, app_name=app_name, user_id=user_id)
-        if shared is None:
-            return []
-        app_pk, app_state, user_states = shared
-        rows = _list_sql.session_columns(sql, app_pk=app_pk, user_id=user_id, after=after, limit=limit)
+        if user_id is not None:
+            app_state, user_state, rows = _list_sql.user_session_columns(
+                sql, app_name=app_name, user_id=user_id, after=after, limit=limit)
+            user_states = {user_id: user_state}
+        else:
+            shared = _list_sql.shared_states(sql, app_name=app_name, user_id=None)
+            if shared is None:
+                return []
+            app_pk, app_state, user_states = shared
+            rows = _list_sql.session_columns(sql, app_pk=app_pk, user_id=None, after=after, limit=limit)
     shared_of = {user: merge_state(app_state, state, {}) for user, state in user_states.items()}
     no_user_state = merge_state(app_state, {}, {})
     return [
