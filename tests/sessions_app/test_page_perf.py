@@ -9,6 +9,7 @@ import threading
 import markdown as md
 import nh3
 import pytest
+from django.db import connection
 from django.urls import reverse, set_script_prefix
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
@@ -16,6 +17,7 @@ from google.genai import types
 
 from adkui import settings as adkui_settings
 from sessions_app import node_stats, selectors, timeline
+from sessions_app.models import App
 from sessions_app.models import Session as SessionRow
 from sessions_app.templatetags import adkui
 
@@ -203,3 +205,20 @@ def test_postgres_connections_are_pooled_unless_turned_off(monkeypatch):
     monkeypatch.setenv("DB_CONN_MAX_AGE", "60")  # persistent connections instead: Django allows one or the other
     assert "pool" not in adkui_settings._database(url).get("OPTIONS", {})
     assert "pool" not in adkui_settings._database("sqlite:///x.sqlite3").get("OPTIONS", {})
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's statistics")
+def test_a_sessions_forks_are_found_by_index_in_a_store_of_sessions_that_are_none(db):
+    """Every session page asks for its forks. A full index on forked_from, all NULL, was rated
+    useless by SQLite's ANALYZE and the query scanned every session (13.7 ms at 100 000)."""
+    app = App.objects.create(name="forks_app")
+    times = {"create_time": 1.0, "update_time": 1.0}
+    SessionRow.objects.bulk_create(SessionRow(app=app, user_id="u", session_id=f"s{i}", **times) for i in range(5000))
+    source = SessionRow.objects.first()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # while no session is a fork: a full index would be "5000 rows a value"
+        for query in (source.forks.all(), SessionRow.objects.filter(replay_of=source)):
+            sql, params = query.query.sql_with_params()
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+            assert "SCAN" not in plan and "INDEX session_" in plan, plan
