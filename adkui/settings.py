@@ -124,7 +124,7 @@ TEMPLATES = [
 # async calls run on, so concurrent sessions are written at once (sessions_app.db_threads).
 ADKUI_SESSION_THREADS = envint("ADKUI_SESSION_THREADS", 8)
 # PostgreSQL: the session service's own statements (append, list, get) are prepared on their
-# connection, so the server plans them once (sessions_app._append_sql.Statements; Django's own
+# connection at first use, so the server plans them once (sessions_app._append_sql.Statements; Django's own
 # queries never are). Off for a pooler that cannot keep prepared statements (PgBouncer in
 # transaction mode before 1.21).
 ADKUI_PREPARED_STATEMENTS = envbool("ADKUI_PREPARED_STATEMENTS", True)
@@ -158,8 +158,9 @@ def _database(url: str | None) -> dict:
         }
     if config["ENGINE"] == "django.db.backends.postgresql":
         # Django's own (client-binding) cursors never prepare; the session service's
-        # server-binding ones prepare a statement their connection runs a fifth time.
-        config.setdefault("OPTIONS", {})["prepare_threshold"] = 5 if ADKUI_PREPARED_STATEMENTS else None
+        # server-binding ones prepare each statement the first time their connection runs it
+        # (a few statements, each run over and over by every one of the service's threads).
+        config.setdefault("OPTIONS", {})["prepare_threshold"] = 0 if ADKUI_PREPARED_STATEMENTS else None
     return config
 
 

@@ -93,8 +93,8 @@ class Statements:
         postgres = self.db.vendor == "postgresql"
         # The driver's cursor under Django's wrappers. On PostgreSQL a server-binding cursor of
         # the same connection instead of Django's client-binding one, which spells every value
-        # into the SQL text in Python (an append's JSON too); and there psycopg prepares a
-        # statement its connection runs a fifth time (`prepare_threshold`, ADKUI_PREPARED_STATEMENTS
+        # into the SQL text in Python (an append's JSON too); and there psycopg prepares each
+        # statement at its first run on the connection (`prepare_threshold`, ADKUI_PREPARED_STATEMENTS
         # in the settings), so the server plans our few hot statements once per connection instead
         # of on every call (one user's list: 0.49 -> 0.17 ms at the server).
         self.raw = psycopg.Cursor(cursor.db.connection) if postgres else cursor.cursor
