@@ -1,15 +1,16 @@
 """Long eval lists page in chromium (#27): a run's results arrive live on top while it runs,
 and once it is over the page shows the newest page, "older results" loading the rest below,
-each row once; a set's cases page with "more cases" the same way."""
+each row once; a set's cases page with "more cases" the same way, and the compare page too."""
 from __future__ import annotations
 
 import re
 
 import pytest
+from django.urls import reverse
 from playwright.sync_api import expect
 
 from eval_app import metrics, selectors, services
-from eval_app.models import EvalRun
+from eval_app.models import EvalCaseResult, EvalRun
 from tests.eval_app.conftest import AGENT, demo_set  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -71,3 +72,29 @@ def test_a_sets_cases_page_with_more_cases(live_server, page, monkeypatch, demo_
     # A case from a later page is chosen like any other: its box belongs to the run form.
     page.check(f"input[name=eval_ids][value={ids[-1]}]")
     assert re.search(r"/evals/sets/\d+/$", page.url) and page.js_errors == []
+
+
+def test_the_compare_page_shows_regressions_first_and_more_cases_below(live_server, page, settings, monkeypatch,
+                                                                       demo_set):  # noqa: F811
+    monkeypatch.setattr(selectors, "COMPARE_PAGE", 2)  # the live server runs in this process
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}  # results made here
+    runs = [services.eval_run_create(eval_set=demo_set, app_name=AGENT, repeats=1,
+                                     metrics=metrics.eval_metrics({"response_match_score": 0.8})) for _ in range(2)]
+    cases = list(demo_set.cases.order_by("position"))
+    for run, verdict in ((runs[0], lambda i: "passed"), (runs[1], lambda i: "failed" if i % 2 else "passed")):
+        for i, case in enumerate(cases):
+            EvalCaseResult.objects.create(run=run, case=case, eval_id=case.eval_id, repeat=0, position=case.position,
+                                          status=verdict(i), metrics=[], case_data=case.data)
+    page.goto(live_server.url + reverse("eval_app:run_compare") + f"?a={runs[0].pk}&b={runs[1].pk}")
+    rows = page.locator("table.compare tbody tr[id^=cmp-]")
+    expect(rows).to_have_count(2)
+    regressed = len(cases) // 2
+    expect(page.locator("#change-counts")).to_contain_text(f"{regressed} regressed")
+    while page.locator("#compare-more").count():
+        shown = rows.count()
+        page.click("#compare-more a")
+        expect(rows).to_have_count(min(shown + 2, len(cases)))
+    changes = [c.removeprefix("change-") for c in rows.evaluate_all("rows => rows.map(r => r.className)")]
+    assert changes == ["regressed"] * regressed + ["unchanged"] * (len(cases) - regressed)
+    assert len(set(rows.evaluate_all("rows => rows.map(r => r.id)"))) == len(cases)
+    assert reverse("eval_app:run_compare") in page.url and page.js_errors == []
