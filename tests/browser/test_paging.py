@@ -17,6 +17,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 RESULTS_PAGE, CASES_PAGE = 4, 2  # small pages, so the demo's few cases make several
 
 
+SOCKET_WATCH = """window.socketFrames = 0;
+document.addEventListener('htmx:wsOpen', () => { window.socketOpen = true; });
+document.addEventListener('htmx:wsAfterMessage', () => { window.socketFrames += 1; });"""
+
+
 def result_pks(page) -> list[int]:
     return [int(i.removeprefix("result-")) for i in page.locator("#case-results tr.result").evaluate_all(
         "rows => rows.map(r => r.id)")]
@@ -28,7 +33,7 @@ def test_a_runs_results_page_through_older_results_after_arriving_live(live_serv
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
     run = services.eval_run_create(eval_set=demo_set, app_name=AGENT, repeats=3,
                                    metrics=metrics.eval_metrics({"response_match_score": 0.8}))
-    page.add_init_script("document.addEventListener('htmx:wsOpen', () => { window.socketOpen = true; })")
+    page.add_init_script(SOCKET_WATCH)
     page.goto(f"{live_server.url}/evals/runs/{run.pk}/")
     expect(page.locator("#run-status")).to_have_text("queued")
     # Run only once the page listens: a socket opened later is sent the newest page
@@ -44,6 +49,9 @@ def test_a_runs_results_page_through_older_results_after_arriving_live(live_serv
 
     page.reload()
     expect(page.locator("#case-results tr.result")).to_have_count(RESULTS_PAGE)
+    # The socket's snapshot (the newest page again, and the header) is in before "older results" is
+    # clicked: it replaces the rows, so older ones loaded before it arrives would be dropped.
+    page.wait_for_function("() => window.socketFrames >= 2")
     clicks = 0
     while page.locator("#results-older").count():
         shown = page.locator("#case-results tr.result").count()
