@@ -60,19 +60,13 @@ def user_session_columns(
     second statement was a second round trip to the server. The shared states ride on every row
     and are read from the first."""
     where, params = ["a.name = %s", "s.user_id = %s"], [app_name, user_id]
-    if after is not None:
-        where.append("(s.update_time > %s OR (s.update_time = %s AND (s.user_id > %s OR (s.user_id = %s AND s.session_id > %s))))")
-        params += [after.update_time, after.update_time, after.user_id, after.user_id, after.session_id]
-    tail = ""
-    if limit is not None:
-        tail = " LIMIT %s"
-        params.append(limit)
+    page = _page(where, params, after, limit, table="s.")
     sql.execute(
         f"SELECT s.session_id, s.update_time, s.revision, s.state, ast.state, u.state FROM {_S} s"
         f" JOIN {_A} a ON a.id = s.app_id"
         f" LEFT JOIN {_AS} ast ON ast.app_id = s.app_id"
         f" LEFT JOIN {_US} u ON u.app_id = s.app_id AND u.user_id = s.user_id"
-        f" WHERE {' AND '.join(where)} ORDER BY s.update_time, s.user_id, s.session_id{tail}",
+        f" WHERE {' AND '.join(where)}{page}",
         params,
     )
     found = sql.fetchall()
@@ -92,19 +86,26 @@ def session_columns(
     if user_id is not None:
         where.append("user_id = %s")
         params.append(user_id)
-    if after is not None:
-        where.append("(update_time > %s OR (update_time = %s AND (user_id > %s OR (user_id = %s AND session_id > %s))))")
-        params += [after.update_time, after.update_time, after.user_id, after.user_id, after.session_id]
-    tail = ""
-    if limit is not None:
-        tail = " LIMIT %s"
-        params.append(limit)
-    sql.execute(
-        f"SELECT session_id, user_id, update_time, revision, state FROM {_S}"
-        f" WHERE {' AND '.join(where)} ORDER BY update_time, user_id, session_id{tail}",
-        params,
-    )
+    page = _page(where, params, after, limit)
+    sql.execute(f"SELECT session_id, user_id, update_time, revision, state FROM {_S} WHERE {' AND '.join(where)}{page}",
+                params)
     return [(sid, user, updated, revision, _state(state)) for sid, user, updated, revision, state in sql.fetchall()]
+
+
+def _page(where: list[str], params: list[Any], after: SessionPosition | None, limit: int | None,
+          table: str = "") -> str:
+    """ADK's list order, and a keyset page of it: adds the condition for the rows past `after`
+    to `where` (and its values to `params`), and returns the ORDER BY and LIMIT that follow."""
+    t = table
+    if after is not None:
+        where.append(f"({t}update_time > %s OR ({t}update_time = %s AND ({t}user_id > %s"
+                     f" OR ({t}user_id = %s AND {t}session_id > %s))))")
+        params += [after.update_time, after.update_time, after.user_id, after.user_id, after.session_id]
+    order = f" ORDER BY {t}update_time, {t}user_id, {t}session_id"
+    if limit is None:
+        return order
+    params.append(limit)
+    return order + " LIMIT %s"
 
 
 def session_with_shared(
