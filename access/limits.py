@@ -78,7 +78,7 @@ def check_json_value(value: Any, field: str, *, max_depth: int | None = None) ->
         item, depth, path = stack.pop()
         if isinstance(item, str):
             check_text(item, _at(field, path))
-        elif (isinstance(item, float) and not math.isfinite(item)) or isinstance(item, _NotJson):
+        elif isinstance(item, float) and not math.isfinite(item):
             raise InputError(_at(field, path), "contains a number JSON cannot hold (infinite or not a number).")
         elif isinstance(item, (dict, list)):
             if depth > limit:
@@ -104,24 +104,12 @@ def _at(field: str, path: str, steps: int = 6) -> str:
     return path.removeprefix(".") if field == "body" else field + path
 
 
-class _NotJson(float):
-    """What the parser puts where the text had NaN, Infinity or a number too large for a
-    float, so the walk above can say where it was."""
-
-
-def _finite_float(text: str) -> float:
-    number = float(text)
-    return number if math.isfinite(number) else _NotJson("nan")  # 1e400 parses as inf
-
-
-def _no_constant(name: str) -> Any:
-    return _NotJson("nan")
-
-
 def loads(text: str | bytes, field: str = "body") -> Any:
-    """`json.loads`, refusing what no database can store and what nests without end."""
+    """`json.loads`, refusing what no database can store and what nests without end. NaN,
+    Infinity and numbers too large for a float (1e400) parse as non-finite floats, which the
+    walk then refuses, naming where they were."""
     try:
-        value = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+        value = json.loads(text)
     except RecursionError:
         raise InputError(field, f"nests deeper than {max_json_depth()} levels.") from None
     check_json_value(value, field)
