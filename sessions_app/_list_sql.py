@@ -77,15 +77,11 @@ def user_session_columns(
 
 
 def session_columns(
-    sql: Statements, *, app_pk: int, user_id: str | None, after: SessionPosition | None = None,
-    limit: int | None = None,
+    sql: Statements, *, app_pk: int, after: SessionPosition | None = None, limit: int | None = None,
 ) -> list[SessionColumns]:
-    """The app's sessions (only `user_id`'s when given), oldest update first, as ADK orders them:
-    those after position `after` (keyset paging, no offset to scan past), `limit` at most."""
+    """The app's sessions, oldest update first, as ADK orders them: those after position `after`
+    (keyset paging, no offset to scan past), `limit` at most. (One user's: `user_session_columns`.)"""
     where, params = ["app_id = %s"], [app_pk]
-    if user_id is not None:
-        where.append("user_id = %s")
-        params.append(user_id)
     page = _page(where, params, after, limit)
     sql.execute(f"SELECT session_id, user_id, update_time, revision, state FROM {_S} WHERE {' AND '.join(where)}{page}",
                 params)

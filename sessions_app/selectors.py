@@ -205,7 +205,7 @@ def session_list(
             if shared is None:
                 return []
             app_pk, app_state, user_states = shared
-            rows = _list_sql.session_columns(sql, app_pk=app_pk, user_id=None, after=after, limit=limit)
+            rows = _list_sql.session_columns(sql, app_pk=app_pk, after=after, limit=limit)
     shared_of = {user: merge_state(app_state, state, {}) for user, state in user_states.items()}
     no_user_state = merge_state(app_state, {}, {})
     return [
