@@ -765,6 +765,7 @@ def _change(a: CaseSide | None, b: CaseSide | None) -> str:
 
 
 CHANGE_RANK = {REGRESSED: 0, IMPROVED: 1, ADDED: 2, REMOVED: 3, UNCHANGED: 4}  # the compare page's order
+COMPARE_ORDER = ("rank", "place", "eval_id")  # of `_compared_cases`' rows; the eval id is unique
 
 
 @dataclass(frozen=True)
@@ -807,19 +808,16 @@ def run_compare_page(a: EvalRun, b: EvalRun, *, size: int, token: str | None = N
     """A page of the cases of either run (regressions first, see `_compared_cases`): verdicts,
     score deltas, the expectations edited between the runs and, where the agent's tool calls
     differ, A's trajectory against B's. ValueError for a token no page wrote."""
-    cases = _compared_cases(a, b)
-    after = page_tokens.position(token, 3) if token else None
-    if after is not None:
-        rank, place, eval_id = after
-        cases = cases.filter(Q(rank__gt=rank) | Q(rank=rank, place__gt=place) | Q(rank=rank, place=place, eval_id__gt=eval_id))
-    found = list(cases.order_by("rank", "place", "eval_id")[:size + 1])
+    every = _compared_cases(a, b)
+    cases = every.filter(page_tokens.past(COMPARE_ORDER, page_tokens.position(token, 3))) if token else every
+    found = list(cases.order_by(*COMPARE_ORDER)[:size + 1])
     page, more = found[:size], len(found) > size
     eval_ids = [c["eval_id"] for c in page]
     left, right = _case_sides(a, eval_ids), _case_sides(b, eval_ids)
     rows = [_compared(eval_id, left.get(eval_id), right.get(eval_id)) for eval_id in eval_ids]
     last = page[-1] if more else None
-    next_token = page_tokens.encode([last["rank"], last["place"], last["eval_id"]]) if last else ""
-    return ComparePage(rows, next_token, _change_counts(_compared_cases(a, b)))
+    next_token = page_tokens.encode([last[key] for key in COMPARE_ORDER]) if last else ""
+    return ComparePage(rows, next_token, _change_counts(every))
 
 
 def _compared(eval_id: str, side_a: CaseSide | None, side_b: CaseSide | None) -> CaseComparison:

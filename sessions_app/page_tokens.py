@@ -49,7 +49,7 @@ def keyset_page(rows: QuerySet[Row], *, order: tuple[str, ...], size: int, token
     keys = {f"page_key_{i}": F(field.removeprefix("-")) for i, field in enumerate(order)}
     ordered = rows.annotate(**keys).order_by(*order)
     if token:
-        ordered = ordered.filter(_after(order, position(token, len(order))))
+        ordered = ordered.filter(past(order, position(token, len(order))))
     found = list(ordered[:size + 1])
     found, more = found[:size], len(found) > size
     last = [getattr(found[-1], key) for key in keys] if more else None
@@ -64,9 +64,10 @@ def position(token: str, width: int) -> list[Any]:
     return values
 
 
-def _after(order: tuple[str, ...], values: list[Any]) -> Q:
+def past(order: tuple[str, ...], values: list[Any]) -> Q:
     """Rows past `values` in `order`: level on the first columns and past on the next one. The
-    bound on the first column alone, redundant, lets an index on it seek to the position."""
+    bound on the first column alone, redundant, lets an index on it seek to the position.
+    (`keyset_page` pages model rows by it; a list of grouped rows may filter by it too.)"""
     past = Q()
     for i, field in enumerate(order):
         level = Q(**{order[j].removeprefix("-"): values[j] for j in range(i)})
