@@ -23,6 +23,8 @@ from django.test.utils import override_settings
 
 from adkui.adk import DjangoSessionService
 from adkui.settings import redis_channel_layer
+from runtime_app import edit_continue, replay, runs
+from runtime_app import services as runtime_services
 from sessions_app import db_threads
 
 CHROMIUM = os.environ.get("ADKUI_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
@@ -156,6 +158,15 @@ class LiveServer:
         future = asyncio.run_coroutine_threadsafe(sync_to_async(fn)(*args, **kwargs), self.loop)
         return future.result(timeout=60)
 
+    def settle(self, timeout: float = 30) -> None:
+        """Stop the runs a test started in the server and wait until their tasks
+        are done, so none writes on into the flush that ends the test (on
+        PostgreSQL its TRUNCATE and a run's inserts deadlock)."""
+        for key in runs.running_sessions():
+            runs.stop_run(key)
+        pending = (runtime_services._background, replay._background, edit_continue._background)
+        wait_until(lambda: not any(pending), timeout=timeout, message="a run the test started did not stop")
+
     def stop(self) -> None:
         self.call(connections.close_all)
         self.server.should_exit = True
@@ -209,6 +220,8 @@ def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
         RESULTS.mkdir(exist_ok=True)
         page.screenshot(path=str(RESULTS / f"{request.node.name}.png"), full_page=True)
     context.close()
+    if "live_server" in request.fixturenames:  # torn down before the database is flushed
+        request.getfixturevalue("live_server").settle()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
