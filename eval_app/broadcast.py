@@ -32,7 +32,7 @@ def case_finished(*, result: EvalCaseResult) -> None:
     run = selectors.run_find(result.run_id)
     if run is None:  # deleted since: nobody will see it
         return
-    row = render_to_string("eval_app/partials/case_pushed.html", {"run": run, "result": result})
+    row = render_to_string("eval_app/partials/case_pushed.html", {"run": run, "results": [result]})
     send(group, {"type": "case.finished", "result": result.pk, "row": row, "live": _live(run)})
 
 
@@ -47,13 +47,22 @@ def run_changed(*, run_pk: int) -> None:
         send(group, {"type": "run.changed", "html": _live(run)})
 
 
-def snapshot(run_pk: int) -> tuple[list[str], set[int]] | None:
-    """What a viewer who just joined is sent (the newest rows, the first page as the page
-    shows it, then the run's header and progress) and the pks of those rows; None when
-    there is no such run. Rows finished later arrive on top; older ones, with "older results"."""
+def snapshot(run_pk: int, *, after: int | None = None) -> tuple[list[str], set[int]] | None:
+    """What a viewer who just joined is sent, and the pks of the rows in it; None
+    when there is no such run.
+
+    A page that holds the results up to `after` gets the newer ones on top of its
+    rows, so rows it loaded meanwhile ("older results") stay; without `after`, or
+    when more than a page is missing, the newest page replaces its rows. Then the
+    run's header and progress. Rows finished later arrive on top."""
     run = selectors.run_find(run_pk)
     if run is None:
         return None
+    if after is not None:
+        newer = selectors.run_results_after(run, after=after, limit=selectors.RESULTS_PAGE + 1)
+        if len(newer) <= selectors.RESULTS_PAGE:
+            frames = [render_to_string("eval_app/partials/case_pushed.html", {"run": run, "results": newer})] if newer else []
+            return [*frames, _live(run)], {r.pk for r in newer}
     page = selectors.run_result_page(run, size=selectors.RESULTS_PAGE)
     context = {"run": run, "results": page.rows, "more": page.next_token}
     rows = render_to_string("eval_app/partials/run_snapshot.html", context)

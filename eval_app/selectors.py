@@ -194,6 +194,12 @@ def run_result_page(run: EvalRun, *, size: int, token: str | None = None) -> Pag
     return keyset_page(run.results.all(), order=RESULT_ORDER, size=size, token=token)
 
 
+def run_results_after(run: EvalRun, *, after: int, limit: int) -> list[EvalCaseResult]:
+    """Up to `limit` results newer than result `after`, newest first: what a page
+    holding the results up to `after` is missing."""
+    return list(run.results.filter(pk__gt=after).order_by(*RESULT_ORDER)[:limit])
+
+
 def run_results_by_case(run: EvalRun) -> list[EvalCaseResult]:
     return list(run.results.order_by(*RESULT_CASE_ORDER))
 

@@ -59,6 +59,11 @@ class PushConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(group, self.channel_name)
             relay.unlisten()
 
+    def query_number(self, name: str) -> int | None:
+        """A whole number the page put in the socket's URL (`?after=12`); None when absent or not one."""
+        value = _query(self.scope).get(name, "")
+        return int(value) if value.isdigit() else None
+
     async def allowed(self) -> bool:
         """Closes the socket for an anonymous user (4401) or one without a role (4403) when login is required."""
         code = await websocket_refusal(self.scope)
@@ -88,7 +93,8 @@ class SessionEventsConsumer(PushConsumer):
             return
         query = _query(self.scope)
         self.filters = selectors.Filters.from_query(query)
-        self.last_seq = int(query["after"]) if query.get("after", "").isdigit() else self.session.revision
+        after = self.query_number("after")
+        self.last_seq = self.session.revision if after is None else after
         self.streaming: set[str] = set()
         await self.join(broadcast.session_group(self.session.pk))
         await self.accept()

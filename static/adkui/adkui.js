@@ -65,15 +65,20 @@
     note.textContent = "Not allowed: your role does not allow this.";
   });
 
-  // The newest event this page holds: a reconnecting websocket resumes after it.
-  function lastSeq() {
+  // The newest row a socket's page holds, for a reconnecting websocket to resume
+  // after: the socket's element names its rows (data-resume, a selector) and the
+  // data attribute that orders them (data-resume-by); -1 when it holds none.
+  function newestRow(socket) {
     let max = -1;
-    document.querySelectorAll("#timeline [data-seq]").forEach(function (el) {
-      const n = parseInt(el.dataset.seq, 10);
+    if (!socket) return max;
+    const by = socket.dataset.resumeBy;
+    document.querySelectorAll(socket.dataset.resume).forEach(function (el) {
+      const n = parseInt(el.dataset[by], 10);
       if (n > max) max = n;
     });
     return max;
   }
+  function lastSeq() { return newestRow(document.querySelector("[ws-connect][data-resume-by=seq]")); }
 
   // htmx's ws extension keeps the URL it first connected with; rewrite `after=`
   // on every (re)connect so the server sends exactly what this page missed.
@@ -81,8 +86,11 @@
     if (!window.htmx) return;
     const create = htmx.createWebSocket;
     htmx.createWebSocket = function (url) {
-      const seq = lastSeq();
-      if (seq >= 0 && url.indexOf("after=") !== -1) url = url.replace(/after=\d+/, "after=" + seq);
+      const socket = Array.prototype.find.call(document.querySelectorAll("[ws-connect][data-resume]"), function (el) {
+        return url.indexOf(el.getAttribute("ws-connect").split("?")[0]) !== -1;
+      });
+      const newest = newestRow(socket);
+      if (newest >= 0 && url.indexOf("after=") !== -1) url = url.replace(/after=\d+/, "after=" + newest);
       return create ? create(url) : new WebSocket(url);
     };
   });

@@ -30,8 +30,8 @@ def queued_run(eval_ids):
                                     eval_ids=eval_ids, start=False)
 
 
-async def connect(run_pk: int) -> WebsocketCommunicator:
-    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/evals/runs/{run_pk}/")
+async def connect(run_pk: int, query: str = "") -> WebsocketCommunicator:
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/evals/runs/{run_pk}/{query}")
     connected, _ = await comm.connect(timeout=10)
     assert connected
     return comm
@@ -67,6 +67,41 @@ async def test_rows_already_in_the_snapshot_are_not_sent_again():
     # As when the case finished while the page was connecting: in the snapshot, and then pushed.
     await sync_to_async(broadcast.case_finished)(result=result)
     assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+async def test_a_page_that_says_its_newest_result_gets_only_newer_rows_on_top_of_its_own():
+    """The page's rows stay (with any "older results" it loaded): the snapshot adds, not replaces."""
+    run = await queued_run(["greeting", "plan_lisbon"])
+    await sync_to_async(services.eval_run_execute_inline)(run)
+    older, newer = [r async for r in run.results.order_by("pk")]
+
+    comm = await connect(run.pk, f"?after={older.pk}")
+    rows, live = await comm.receive_from(), await comm.receive_from()
+    assert rows.startswith('<tbody hx-swap-oob="afterbegin:#case-results">')
+    assert f'id="result-{newer.pk}"' in rows and f'id="result-{older.pk}"' not in rows
+    assert 'id="run-header"' in live
+    # A late push of a row the page had, or one the snapshot brought, is not sent again.
+    for result in (older, newer):
+        await sync_to_async(broadcast.case_finished)(result=result)
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+    comm = await connect(run.pk, f"?after={newer.pk}")  # nothing missed: progress only
+    assert 'id="run-header"' in await comm.receive_from()
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+async def test_a_page_missing_more_than_a_page_gets_the_newest_page_in_place_of_its_rows(monkeypatch):
+    monkeypatch.setattr(broadcast.selectors, "RESULTS_PAGE", 1)
+    run = await queued_run(["greeting", "plan_lisbon"])
+    await sync_to_async(services.eval_run_execute_inline)(run)
+    newest = await run.results.order_by("-pk").afirst()
+    comm = await connect(run.pk, "?after=0")
+    rows = await comm.receive_from()
+    assert rows.startswith('<tbody id="case-results" hx-swap-oob="true">')
+    assert f'id="result-{newest.pk}"' in rows and "older results" in rows
     await comm.disconnect()
 
 

@@ -137,7 +137,7 @@ def test_the_run_form_builds_adk_criteria_and_queues_the_run(client, demo_set):
     assert "concise: The answer is short.\nrubric_2: The answer names the city.</textarea>" in page
     assert 'name="final_response_match_v2__num_samples" value="2"' in page
     run_page = client.get(response.url).content.decode()
-    assert 'ws-connect="/ws/evals/runs/%d/"' % run.pk in run_page
+    assert 'ws-connect="/ws/evals/runs/%d/?after=0"' % run.pk in run_page  # no result yet
     assert "ANY_ORDER · ignore args" in run_page and f"judge {judges.SCRIPTED_JUDGE} × 2" in run_page
 
 
