@@ -13,6 +13,13 @@ twenty with an error event) the same generated data fills three stores:
 - ADK's `DatabaseSessionService`, rows built by ADK's own storage classes
   (`StorageEvent.from_event` ...) and added in one transaction.
 
+Ours also gets what ADK's session services do not keep: artifacts through
+`memory_app.services.artifact_save` (two versions of a note in one session in
+ten, an image in one in a hundred, a profile for every user) and an eval set
+of 50 cases with a history of 200 completed runs, each result linked to a
+session of the store (rows as the engine leaves them, ADK's own case and
+metric results).
+
 Before timing, a sample of sessions is read back from all three stores
 through each service's `get_session`: state and events must be equal, and the
 bulk-written ADK stores must equal stores of the same calls made through
@@ -23,7 +30,9 @@ user, `create_session`, `get_session` (recent 50), `append_event`, each the
 median wall time and process CPU time (all threads) of --repeat calls; and
 the server time (Django test Client, DEBUG=0, a logged-in editor) of the home
 page, the app page (default, sorted by health, "needs attention", one user),
-a session page, search, key history and the API's session lists.
+a session page and its artifacts panel, search, key history, the eval set's
+history and its newest run, and the API's session lists (ADK's and paged) and
+artifact list.
 
     python bench/scale_bench.py [--sizes 1000,10000] [--events 5] [--per-user 50] [--repeat 15]
                                 [--bulk] [--store DIR] [--appends 200]
@@ -82,6 +91,7 @@ os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")
 os.environ["DEBUG"] = "0"  # DEBUG records every query: not what a deployment runs
 os.environ["ADKUI_LOCAL_DEV"] = "0"
 os.environ.setdefault("DB_POOL", "0")  # the test Client and the bench share this thread's connection
+os.environ.setdefault("ADKUI_MEDIA_ROOT", str(TMP / "media"))  # artifact payloads, kept with the store
 
 import django  # noqa: E402
 import psycopg  # noqa: E402
@@ -90,9 +100,10 @@ django.setup()
 
 from asgiref.sync import sync_to_async  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.test import Client  # noqa: E402
+from django.urls import reverse  # noqa: E402
 from google.adk.events.event import Event  # noqa: E402
 from google.adk.sessions import Session  # noqa: E402
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig  # noqa: E402
@@ -104,6 +115,16 @@ from adkui.adk import DjangoSessionService  # noqa: E402
 from sessions_app.generated import BASE_TIME, bulk_fill, fill  # noqa: E402
 from sessions_app.generated import GeneratedApp as Spec  # noqa: E402
 from sessions_app.models import Session as SessionRow  # noqa: E402
+from eval_app import metrics as eval_metrics  # noqa: E402
+from eval_app import scores  # noqa: E402
+from eval_app.models import EvalCase, EvalCaseResult, EvalRun, EvalSet  # noqa: E402
+from google.adk.evaluation.eval_case import EvalCase as AdkEvalCase  # noqa: E402
+from google.adk.evaluation.eval_case import Invocation  # noqa: E402
+from google.adk.evaluation.eval_metrics import EvalMetricResult, EvalStatus  # noqa: E402
+from google.genai import types  # noqa: E402
+from memory_app.models import Artifact  # noqa: E402
+from memory_app.naming import artifact_key  # noqa: E402
+from memory_app.services import artifact_save  # noqa: E402
 from sqlalchemy import func, insert, select  # noqa: E402
 from sqlalchemy import inspect as sa_inspect  # noqa: E402
 
@@ -258,6 +279,95 @@ def fill_ours(spec: Spec, bulk: bool) -> float:
     return time.perf_counter() - start
 
 
+# ---- artifacts and eval history (ours only: ADK's session services keep neither) --
+
+ARTIFACT_EVERY = 10  # one session in ten has artifacts (session 1, the one whose page is timed, among them)
+IMAGE_EVERY = 100  # and one in a hundred an image too
+EVAL_SET, EVAL_CASES, EVAL_RUNS = "scale_set", 50, 200
+PIXEL = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                      "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")
+
+
+def fill_artifacts(spec: Spec) -> int:
+    """Artifacts through the write path (`memory_app.services.artifact_save`): two versions of a
+    note in one session in ten, an image in one in a hundred, and a profile for every user."""
+    saved = 0
+    sessions = range(1, spec.sessions, ARTIFACT_EVERY)
+    for start in range(0, len(sessions), 500):
+        with transaction.atomic():  # 500 sessions to a commit, as the fill of the sessions
+            for s in sessions[start:start + 500]:
+                key = artifact_key(app_name=spec.app, user_id=spec.user(s), session_id=spec.session_id(s),
+                                   filename="notes.md")
+                for version in range(2):
+                    artifact_save(key=key, part=types.Part(text=f"# Notes {version} of session {s}\n\nanswer {s}"))
+                if s % IMAGE_EVERY == 1:
+                    image = artifact_key(app_name=spec.app, user_id=spec.user(s), session_id=spec.session_id(s),
+                                         filename="chart.png")
+                    artifact_save(key=image, part=types.Part.from_bytes(data=PIXEL, mime_type="image/png"))
+                saved += 2 + (s % IMAGE_EVERY == 1)
+    with transaction.atomic():
+        for u in range(spec.users):
+            key = artifact_key(app_name=spec.app, user_id=f"user-{u}", session_id=None, filename="user:profile.json")
+            artifact_save(key=key, part=types.Part.from_bytes(data=json.dumps({"user": u}).encode(),
+                                                              mime_type="application/json"))
+            saved += 1
+    return saved
+
+
+def fill_evals(spec: Spec) -> EvalSet:
+    """An eval set of the app with EVAL_CASES cases and a history of EVAL_RUNS completed runs, each
+    result of a session of the store, the rows as the engine leaves them: ADK's own case and metric
+    results, each run's means stored as it ends."""
+    eval_set = EvalSet.objects.create(app_name=spec.app, eval_set_id=EVAL_SET, name="scale history")
+    ask = lambda text: types.Content(role="user", parts=[types.Part(text=text)])  # noqa: E731
+    cases = [AdkEvalCase(eval_id=f"case-{c}", conversation=[Invocation(
+        invocation_id=f"inv-{c}", user_content=ask(f"question {c}"),
+        final_response=types.Content(role="model", parts=[types.Part(text=f"answer {c}")]))]) for c in range(EVAL_CASES)]
+    rows = EvalCase.objects.bulk_create(EvalCase(eval_set=eval_set, eval_id=case.eval_id, position=c,
+                                                 data=case.model_dump(mode="json")) for c, case in enumerate(cases))
+    metric = eval_metrics.eval_metrics({"response_match_score": 0.8})
+    sessions = list(SessionRow.objects.filter(app__name=spec.app).order_by("pk").values_list("pk", "user_id", "session_id")
+                    [:EVAL_RUNS * EVAL_CASES])
+    for r in range(EVAL_RUNS):
+        with transaction.atomic():
+            outcomes = [(r * 7 + c) % 10 for c in range(EVAL_CASES)]  # a score in tenths, a few failing
+            passed = sum(o >= 8 for o in outcomes)
+            run = EvalRun.objects.create(
+                eval_set=eval_set, app_name=spec.app, metrics=[m.model_dump(mode="json") for m in metric],
+                eval_ids=[case.eval_id for case in cases], status=EvalRun.COMPLETED, total=EVAL_CASES,
+                done=EVAL_CASES, passed=passed, failed=EVAL_CASES - passed, started_at=datetime.now(timezone.utc),
+                finished_at=datetime.now(timezone.utc))
+            results = []
+            for c, (case, row, outcome) in enumerate(zip(cases, rows, outcomes)):
+                status = EvalStatus.PASSED if outcome >= 8 else EvalStatus.FAILED
+                result = EvalMetricResult(metric_name="response_match_score", threshold=0.8, score=outcome / 10,
+                                          eval_status=status)
+                pk, user_id, session_id = sessions[(r * EVAL_CASES + c) % len(sessions)]
+                results.append(EvalCaseResult(
+                    run=run, case=row, eval_id=case.eval_id, position=c, case_data=row.data,
+                    status=EvalCaseResult.PASSED if outcome >= 8 else EvalCaseResult.FAILED,
+                    metrics=[result.model_dump(mode="json")], session_id=pk, user_id=user_id,
+                    adk_session_id=session_id, agent_seconds=0.5, seconds=0.6))
+            EvalCaseResult.objects.bulk_create(results)
+            EvalRun.objects.filter(pk=run.pk).update(metric_means=scores.metric_means([run.pk]).get(run.pk, {}))
+    return eval_set
+
+
+def fill_extras(spec: Spec) -> EvalSet:
+    """Artifacts and the eval history, unless the store holds them already (a reused store)."""
+    found = EvalSet.objects.filter(app_name=spec.app, eval_set_id=EVAL_SET).first()
+    if found is not None:
+        print(f"ours: reusing its artifacts ({Artifact.objects.filter(app_name=spec.app).count()}) "
+              f"and eval history ({found.runs.count()} runs)")
+        return found
+    began = time.perf_counter()
+    saved = fill_artifacts(spec)
+    eval_set = fill_evals(spec)
+    print(f"ours: {saved} artifact versions and {EVAL_RUNS} eval runs of {EVAL_CASES} cases "
+          f"in {time.perf_counter() - began:.0f} s")
+    return eval_set
+
+
 async def fill_adk(stores: dict[str, BaseSessionService], spec: Spec, chunk: int, sqlite_path: Path) -> None:
     """ADK's two stores (those still empty), `chunk` sessions generated and written at a time."""
     database = stores["ADK DatabaseSessionService"]
@@ -362,9 +472,10 @@ async def time_service(service: BaseSessionService, spec: Spec, repeat: int, tag
     }
 
 
-def pages(spec: Spec) -> dict[str, str]:
-    app, user = spec.app, spec.user(1)
-    pk = SessionRow.objects.get(app__name=app, user_id=user, session_id=spec.session_id(1)).pk
+def pages(spec: Spec, eval_set: EvalSet) -> dict[str, str]:
+    app, user, session_id = spec.app, spec.user(1), spec.session_id(1)
+    pk = SessionRow.objects.get(app__name=app, user_id=user, session_id=session_id).pk
+    newest_run = eval_set.runs.order_by("-pk").first()
     return {
         "home page": "/",
         "app page": f"/apps/{app}/",
@@ -372,15 +483,20 @@ def pages(spec: Spec) -> dict[str, str]:
         "app page, needs attention": f"/apps/{app}/?attention=1",
         "app page, one user": f"/apps/{app}/?user={user}",
         "session page": f"/sessions/{pk}/",
+        "its artifacts panel": reverse("memory_app:artifacts_panel", args=[pk]),
         "search": f"/apps/{app}/search/?q=answer",
         "key history (user: key)": f"/sessions/{pk}/key-history/?key=user:turns",
+        "eval set's history": f"/evals/sets/{eval_set.pk}/",
+        "its newest run": f"/evals/runs/{newest_run.pk}/",
         "API session list (ADK's)": f"/api/apps/{app}/users/{user}/sessions",
+        "API session list, paged": f"/api/apps/{app}/users/{user}/sessions?page_size=50",
+        "API artifact list": f"/api/apps/{app}/users/{user}/sessions/{session_id}/artifacts",
     }
 
 
-def time_pages(client: Client, spec: Spec, repeat: int) -> dict[str, tuple[float, float]]:
+def time_pages(client: Client, spec: Spec, eval_set: EvalSet, repeat: int) -> dict[str, tuple[float, float]]:
     results = {}
-    for label, url in pages(spec).items():
+    for label, url in pages(spec, eval_set).items():
         samples = []
         for _ in range(repeat):
             wall, cpu = time.perf_counter(), time.process_time()
@@ -495,13 +611,14 @@ async def run(args: argparse.Namespace) -> None:
             filled = await sync_to_async(fill_ours)(spec, args.bulk)
             how = "the bulk builder" if args.bulk else "the write path"
             print(f"ours filled in {filled:.0f} s ({filled / size * 1e3:.2f} ms a session through {how})")
+        eval_set = await sync_to_async(fill_extras)(spec)
         await fill_adk(stores, spec, args.chunk, sqlite_path)
         await sync_to_async(analyze)()
         await verify(stores, spec)
         results = {name: await time_service(service, spec, args.repeat, name[:3]) for name, service in stores.items()}
         print_table(f"service calls at {size} sessions, median of {args.repeat} (list of the app: of {max(3, args.repeat // 3)})",
                     results)
-        server = await sync_to_async(time_pages)(client, spec, args.repeat)
+        server = await sync_to_async(time_pages)(client, spec, eval_set, args.repeat)
         print_table(f"server time at {size} sessions (Django test Client, DEBUG=0)", {"ours": server})
         # An app of its own: its state deltas must not reach the app the stores are compared on.
         appends = {"filled store": child_append_rate(args.appends, os.environ["DATABASE_URL"], f"rate-{RUN}"),
