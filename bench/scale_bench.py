@@ -450,11 +450,20 @@ async def time_service(service: BaseSessionService, spec: Spec, repeat: int, tag
     tag = f"{tag}-{RUN}"
     appended = await service.create_session(app_name=app, user_id=spec.user(2), session_id=f"append-{tag}")
     late = time.time()
-    # A server's steady state: reads at once, untimed, so that every thread of a service's pool has
-    # opened its connection (ours: ADKUI_SESSION_THREADS threads, each its own; a sequential series
-    # alone leaves some threads to open theirs in the middle of it, timed).
+    # A server's steady state: every call but the whole app's list 32 times at once, untimed, so
+    # that every thread of a service's pool has opened its connection and run each statement
+    # (ours: ADKUI_SESSION_THREADS threads, each its own connection, on which PostgreSQL prepares
+    # a statement at its first run; a sequential series alone leaves threads to do that in the
+    # middle of it, timed).
+    warm = [await service.create_session(app_name=app, user_id=spec.user(2), session_id=f"warm-{tag}-{i}")
+            for i in range(32)]
     await asyncio.gather(*(service.get_session(app_name=app, user_id=user, session_id=target, config=recent)
                            for _ in range(32)))
+    await asyncio.gather(*(service.list_sessions(app_name=app, user_id=user) for _ in range(32)))
+    await asyncio.gather(*(service.create_session(app_name=app, user_id=spec.user(2), session_id=f"warm-new-{tag}-{i}")
+                           for i in range(32)))
+    await asyncio.gather(*(service.append_event(session, Event(author="user", invocation_id="warm"))
+                           for session in warm))
 
     async def append(i: int) -> None:
         event = spec.event(2, i)
@@ -464,8 +473,10 @@ async def time_service(service: BaseSessionService, spec: Spec, repeat: int, tag
     return {
         "list_sessions (app)": await timed(lambda i: service.list_sessions(app_name=app), max(3, repeat // 3)),
         "list_sessions (user)": await timed(lambda i: service.list_sessions(app_name=app, user_id=user), repeat),
+        # Of another user: the listed one keeps its --per-user sessions, run after run on a kept store.
         "create_session": await timed(lambda i: service.create_session(
-            app_name=app, user_id=user, session_id=f"new-{tag}-{i}", state={"a": i, "user:b": i, "app:c": i}), repeat),
+            app_name=app, user_id=spec.user(2), session_id=f"new-{tag}-{i}", state={"a": i, "user:b": i, "app:c": i}),
+            repeat),
         "get_session (recent 50)": await timed(
             lambda i: service.get_session(app_name=app, user_id=user, session_id=target, config=recent), repeat),
         "append_event": await timed(append, repeat),
