@@ -61,8 +61,16 @@ def agent_names() -> list[str]:
 
 def load(name: str) -> LoadedAgent:
     """The agent (or ADK App) named `name`; a load error comes back as text."""
-    if name not in agent_names():
+    found = find(name)
+    if found is None:
         raise AgentNotFound(f"No agent named {name!r} in {agents_dir()}.")
+    return found
+
+
+def find(name: str) -> LoadedAgent | None:
+    """`load(name)`, or None when the agents folder has no agent `name` (one listing of the folder)."""
+    if name not in agent_names():
+        return None
     try:
         return LoadedAgent(name=name, root=loader().load_agent(name))
     except Exception as exc:  # an agent's own import error must not take the UI down

@@ -30,7 +30,7 @@ def chat_context(session: Session, form: ChatForm | None = None) -> dict[str, An
     """The panel's context; without `form`, the page's remembered form (the context processor's) is used."""
     key = session.key
     agent_name = real_app_name(key.app_name)  # a sandbox's session chats with its agent
-    loaded = agents.load(agent_name) if agent_name in agents.agent_names() else None
+    loaded = agents.find(agent_name)
     context = {
         "session": session,
         "agent_error": None if loaded is None or loaded.ok else loaded.error,

@@ -128,9 +128,7 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 
 def for_app(name: str) -> Graph | None:
     """The graph of the agents folder's app `name`; None when it is no agent there or does not load."""
-    if name not in agents.agent_names():
-        return None
-    return for_loaded(agents.load(name))
+    return for_loaded(agents.find(name))
 
 
 def for_loaded(loaded: agents.LoadedAgent | None) -> Graph | None:
