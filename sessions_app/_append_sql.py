@@ -124,14 +124,15 @@ class Statements:
         with self.db.wrap_database_errors:
             return self.raw.fetchone()
 
-    def app_pk(self, name: str) -> int | None:
-        row = self._one(f"SELECT id FROM {_A} WHERE name = %s", (name,))
-        return row[0] if row else None
-
-    def session_exists(self, app_pk: int, user_id: str, session_id: str) -> bool:
-        return self._one(
-            f"SELECT 1 FROM {_S} WHERE app_id = %s AND user_id = %s AND session_id = %s", (app_pk, user_id, session_id)
-        ) is not None
+    def app_and_session(self, app_name: str, user_id: str, session_id: str) -> tuple[int | None, bool]:
+        """The app's pk (None: no such app yet) and whether it has this session, in one statement
+        (on PostgreSQL one round trip, not two)."""
+        row = self._one(
+            f"SELECT a.id, EXISTS (SELECT 1 FROM {_S} WHERE app_id = a.id AND user_id = %s AND session_id = %s)"
+            f" FROM {_A} a WHERE a.name = %s",
+            (user_id, session_id, app_name),
+        )
+        return (row[0], bool(row[1])) if row else (None, False)
 
     def ensure_scope_rows(self, app_pk: int, user_id: str) -> None:
         """The app's and user's state rows, empty if they are not there yet."""

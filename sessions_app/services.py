@@ -100,9 +100,10 @@ def session_create(
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             sql = _append_sql.Statements(cursor)  # plain statements: the ORM's cost more than they do
-            app_pk = sql.app_pk(app_name) or app_get_or_create(name=app_name).pk
-            if sql.session_exists(app_pk, user_id, session_id):
+            app_pk, exists = sql.app_and_session(app_name, user_id, session_id)
+            if exists:
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+            app_pk = app_pk or app_get_or_create(name=app_name).pk
             # Scope rows exist from the start, so appends only ever update them.
             sql.ensure_scope_rows(app_pk, user_id)
             app = App(pk=app_pk, name=app_name)
