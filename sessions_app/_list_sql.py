@@ -56,21 +56,23 @@ def user_session_columns(
     sql: Statements, *, app_name: str, user_id: str, after: SessionPosition | None = None, limit: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], list[SessionColumns]]:
     """One user's sessions as `session_columns` lists them, with the app's `app:` and the user's
-    `user:` state. On PostgreSQL in one statement, the shared states riding on every row and read
-    from the first: a second statement there is a second round trip to the server. SQLite has no
-    round trip, and there two statements take a tenth less than one whose joins copy the shared
-    states into every row (at 100 000 sessions, 0.37 -> 0.33 ms a list)."""
+    `user:` state. On PostgreSQL in one statement, a second being a second round trip to the
+    server: the shared states ride on every row (read from the first) as subqueries the server
+    runs once, and the sessions come straight off their index in ADK's order (a join to the
+    app and scope tables instead sorted them and looked the user's state up per row: 0.53 ->
+    0.12 ms at the server for 50 sessions). SQLite has no round trip, and there two
+    statements take a tenth less than one (at 100 000 sessions, 0.37 -> 0.33 ms a list)."""
     if sql.sqlite:
         return _user_session_columns_apart(sql, app_name=app_name, user_id=user_id, after=after, limit=limit)
-    where, params = ["a.name = %s", "s.user_id = %s"], [app_name, user_id]
+    where, params = ["s.app_id = (SELECT id FROM a)", "s.user_id = %s"], [user_id]
     page = _page(where, params, after, limit, table="s.")
     sql.execute(
-        f"SELECT s.session_id, s.update_time, s.revision, s.state, ast.state, u.state FROM {_S} s"
-        f" JOIN {_A} a ON a.id = s.app_id"
-        f" LEFT JOIN {_AS} ast ON ast.app_id = s.app_id"
-        f" LEFT JOIN {_US} u ON u.app_id = s.app_id AND u.user_id = s.user_id"
-        f" WHERE {' AND '.join(where)}{page}",
-        params,
+        f"WITH a AS (SELECT id FROM {_A} WHERE name = %s)"
+        f" SELECT s.session_id, s.update_time, s.revision, s.state,"
+        f" (SELECT state FROM {_AS} WHERE app_id = (SELECT id FROM a)),"
+        f" (SELECT state FROM {_US} WHERE app_id = (SELECT id FROM a) AND user_id = %s)"
+        f" FROM {_S} s WHERE {' AND '.join(where)}{page}",
+        [app_name, user_id, *params],
     )
     found = sql.fetchall()
     if not found:
