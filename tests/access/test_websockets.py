@@ -23,8 +23,10 @@ def _connect(path: str, cookie: bytes | None) -> tuple[bool, int | None]:
     async def connect() -> tuple[bool, int | None]:
         comm = WebsocketCommunicator(application, path, headers=headers)
         connected, code = await comm.connect(timeout=10)
-        if connected:
-            await comm.disconnect()
+        # Refused too, the consumer ends on the disconnect a server sends after the close; left
+        # running, its channel layer receive (on Redis) had to be cancelled by the loop's shutdown,
+        # which once hung there.
+        await comm.disconnect()
         return connected, code
 
     return async_to_sync(connect)()

@@ -133,11 +133,13 @@ async def test_it_refuses_an_unknown_run_and_anonymous_users_when_login_is_requi
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/evals/runs/999/")
     connected, code = await comm.connect(timeout=10)
     assert not connected and code == 4404
+    await comm.disconnect()  # what the server sends after the close: the consumer ends
     run = await queued_run(["greeting"])
     settings.ADKUI_LOCAL_DEV = False
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/evals/runs/{run.pk}/")
     connected, code = await comm.connect(timeout=10)
     assert not connected and code == 4401
+    await comm.disconnect()
 
 
 async def test_a_viewer_whose_socket_closed_under_a_push_leaves_the_runs_group():

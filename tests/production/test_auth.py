@@ -78,6 +78,7 @@ async def test_websockets_need_a_logged_in_user(production, adk_session):
                                  headers=[(b"origin", b"http://localhost")])
     connected, code = await comm.connect(timeout=10)
     assert not connected and code == 4401
+    await comm.disconnect()  # what the server sends after the close: the consumer ends
 
 
 @pytest.mark.django_db(transaction=True)  # channels closes old connections on this thread: not a held transaction
@@ -102,6 +103,7 @@ async def test_websockets_from_other_origins_are_refused(adk_session):
                                  headers=[(b"origin", b"http://evil.example")])
     connected, _ = await comm.connect(timeout=10)
     assert not connected
+    await comm.disconnect()
 
 
 def test_oversized_events_are_refused_before_parsing(client, settings, adk_session):

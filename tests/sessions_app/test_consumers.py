@@ -28,6 +28,7 @@ async def test_a_missing_session_is_closed_with_4404():
     comm = WebsocketCommunicator(application, "/ws/sessions/987654/events/", headers=[(b"origin", b"http://localhost")])
     connected, code = await comm.connect(timeout=10)
     assert not connected and code == 4404
+    await comm.disconnect()  # what the server sends after the close: the consumer ends
 
 
 async def test_it_pushes_an_appended_event_rendered_by_the_row_partial(service, adk_session):
