@@ -140,13 +140,8 @@ def _database(url: str | None) -> dict:
         # WAL lets readers run beside the writer; IMMEDIATE takes the write lock
         # at BEGIN so concurrent appenders queue on busy_timeout instead of
         # failing with "database is locked" when a read upgrades to a write.
-        # mmap: a connection reads the file's pages from the OS's cache in place, rather than
-        # copying each into a cache of its own, which every new connection (one a request)
-        # and every session-service thread would otherwise fill again.
-        mmap = envint("SQLITE_MMAP_MB", 2048) * 1024 * 1024
         config["OPTIONS"] = {
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=20000;"
-                            f" PRAGMA mmap_size={mmap};",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=20000;",
             "transaction_mode": "IMMEDIATE",
             "timeout": envint("SQLITE_BUSY_TIMEOUT", 30),
         }
