@@ -88,19 +88,20 @@ def _user_session_columns_apart(
     if shared is None:
         return {}, {}, []
     app_pk, app_state, user_states = shared
-    where, params = ["app_id = %s", "user_id = %s"], [app_pk, user_id]
-    page = _page(where, params, after, limit)
-    sql.execute(f"SELECT session_id, update_time, revision, state FROM {_S} WHERE {' AND '.join(where)}{page}", params)
-    rows = [(sid, user_id, updated, revision, _state(state)) for sid, updated, revision, state in sql.fetchall()]
+    rows = session_columns(sql, app_pk=app_pk, user_id=user_id, after=after, limit=limit)
     return app_state, user_states.get(user_id, {}), rows
 
 
 def session_columns(
-    sql: Statements, *, app_pk: int, after: SessionPosition | None = None, limit: int | None = None,
+    sql: Statements, *, app_pk: int, user_id: str | None = None, after: SessionPosition | None = None,
+    limit: int | None = None,
 ) -> list[SessionColumns]:
-    """The app's sessions, oldest update first, as ADK orders them: those after position `after`
-    (keyset paging, no offset to scan past), `limit` at most. (One user's: `user_session_columns`.)"""
+    """The app's sessions (only `user_id`'s when given), oldest update first, as ADK orders them:
+    those after position `after` (keyset paging, no offset to scan past), `limit` at most."""
     where, params = ["app_id = %s"], [app_pk]
+    if user_id is not None:
+        where.append("user_id = %s")
+        params.append(user_id)
     page = _page(where, params, after, limit)
     sql.execute(f"SELECT session_id, user_id, update_time, revision, state FROM {_S} WHERE {' AND '.join(where)}{page}",
                 params)
