@@ -56,6 +56,15 @@ class Change(NamedTuple):
     existed: bool
 
 
+class SessionSlot(NamedTuple):
+    """What `Statements.session_slot` reads for a new session."""
+
+    app_pk: int
+    exists: bool
+    app_state: dict[str, Any]
+    user_state: dict[str, Any]
+
+
 @dataclass
 class LockedSession:
     pk: int
@@ -124,27 +133,44 @@ class Statements:
         with self.db.wrap_database_errors:
             return self.raw.fetchone()
 
-    def app_and_session(self, app_name: str, user_id: str, session_id: str) -> tuple[int | None, bool]:
-        """The app's pk (None: no such app yet) and whether it has this session, in one statement
-        (on PostgreSQL one round trip, not two)."""
+    def session_slot(self, app_name: str, user_id: str, session_id: str) -> SessionSlot | None:
+        """Where a new session goes: its app's pk, whether the app has this session id already, and
+        the app's and user's state, their rows made (empty) where missing so appends only ever update
+        them. None: no such app yet. On PostgreSQL one statement, one round trip where a read, two
+        inserts and a read after the commit took four: the inserts ride along as data-modifying CTEs,
+        and the states read beside them are those before them (a row made here is read as NULL,
+        that is empty, as it is made)."""
+        if self.sqlite:
+            return self._session_slot_apart(app_name, user_id, session_id)
         row = self._one(
-            f"SELECT a.id, EXISTS (SELECT 1 FROM {_S} WHERE app_id = a.id AND user_id = %s AND session_id = %s)"
-            f" FROM {_A} a WHERE a.name = %s",
-            (user_id, session_id, app_name),
+            f"WITH a AS (SELECT id FROM {_A} WHERE name = %s),"
+            f" ia AS (INSERT INTO {_AS} (app_id, state, update_time) SELECT id, '{{}}'::jsonb, 0 FROM a"
+            " ON CONFLICT DO NOTHING),"
+            f" iu AS (INSERT INTO {_US} (app_id, user_id, state, update_time) SELECT id, %s, '{{}}'::jsonb, 0 FROM a"
+            " ON CONFLICT DO NOTHING)"
+            f" SELECT a.id, EXISTS (SELECT 1 FROM {_S} WHERE app_id = a.id AND user_id = %s AND session_id = %s),"
+            f" (SELECT state FROM {_AS} WHERE app_id = a.id),"
+            f" (SELECT state FROM {_US} WHERE app_id = a.id AND user_id = %s) FROM a",
+            (app_name, user_id, user_id, session_id, user_id),
         )
-        return (row[0], bool(row[1])) if row else (None, False)
+        return None if row is None else SessionSlot(row[0], bool(row[1]), _loads(row[2]) or {}, _loads(row[3]) or {})
 
-    def ensure_scope_rows(self, app_pk: int, user_id: str) -> None:
-        """The app's and user's state rows, empty if they are not there yet."""
-        self.execute(
-            f"INSERT INTO {_AS} (app_id, state, update_time) VALUES (%s, {self.json}, 0) ON CONFLICT DO NOTHING",
-            (app_pk, "{}"),
+    def _session_slot_apart(self, app_name: str, user_id: str, session_id: str) -> SessionSlot | None:
+        row = self._one(
+            f"SELECT a.id, EXISTS (SELECT 1 FROM {_S} WHERE app_id = a.id AND user_id = %s AND session_id = %s),"
+            f" ast.state, u.state FROM {_A} a LEFT JOIN {_AS} ast ON ast.app_id = a.id"
+            f" LEFT JOIN {_US} u ON u.app_id = a.id AND u.user_id = %s WHERE a.name = %s",
+            (user_id, session_id, user_id, app_name),
         )
-        self.execute(
-            f"INSERT INTO {_US} (app_id, user_id, state, update_time) VALUES (%s, %s, {self.json}, 0)"
-            " ON CONFLICT DO NOTHING",
-            (app_pk, user_id, "{}"),
-        )
+        if row is None:
+            return None
+        missing = [(table, columns, values) for table, columns, values, state in (
+            (_AS, "app_id", (row[0],), row[2]), (_US, "app_id, user_id", (row[0], user_id), row[3])) if state is None]
+        for table, columns, values in missing:  # no writer can make them meanwhile: BEGIN IMMEDIATE
+            marks = ", ".join(["%s"] * len(values))
+            self.execute(f"INSERT INTO {table} ({columns}, state, update_time) VALUES ({marks}, '{{}}', 0)"
+                         " ON CONFLICT DO NOTHING", values)
+        return SessionSlot(row[0], bool(row[1]), _loads(row[2]) or {}, _loads(row[3]) or {})
 
     def lock_session(
         self, app_name: str, user_id: str, session_id: str, *, calls: bool = False,

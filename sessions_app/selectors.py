@@ -144,16 +144,6 @@ class ListedSession(NamedTuple):
     state: dict[str, Any]
 
 
-def shared_state(*, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The app's `app:` state and the user's `user:` state (empty when not stored), in one statement."""
-    with connection.cursor() as cursor:
-        shared = _list_sql.shared_states(_append_sql.Statements(cursor), app_name=app_name, user_id=user_id)
-    if shared is None:
-        return {}, {}
-    _, app_state, user_states = shared
-    return app_state, user_states.get(user_id, {})
-
-
 def adk_session_read(
     *, app_name: str, user_id: str, session_id: str, num_recent_events: int | None = None,
     after_timestamp: float | None = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import ExpressionWrapper, F, FloatField
@@ -26,7 +26,7 @@ from access import limits
 
 from . import _append_sql, broadcast, health, relay, selectors
 from .keys import SessionKey
-from .models import SCOPE_SESSION, App, Event, Session, SessionSignature, StateChange
+from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, Event, Session, SessionSignature, StateChange
 from .scopes import ScopedDelta, json_safe_state, merge_state, split_delta, split_key
 
 
@@ -86,10 +86,29 @@ def app_get_or_create(*, name: str) -> App:
     return app
 
 
+class CreatedSession(NamedTuple):
+    """A new session's row, with its app's and user's state as it made them."""
+
+    session: Session
+    app_state: dict[str, Any]
+    user_state: dict[str, Any]
+
+
 def session_create(
     *, app_name: str, user_id: str, session_id: str | None = None, state: dict[str, Any] | None = None,
     imported_from: str = "",
 ) -> Session:
+    return session_create_with_shared(
+        app_name=app_name, user_id=user_id, session_id=session_id, state=state, imported_from=imported_from
+    ).session
+
+
+def session_create_with_shared(
+    *, app_name: str, user_id: str, session_id: str | None = None, state: dict[str, Any] | None = None,
+    imported_from: str = "",
+) -> CreatedSession:
+    """`session_create`, with the shared states ADK's `create_session` merges into the one it returns
+    (read in the same transaction, so no read after it)."""
     require_names(app_name=app_name, user_id=user_id)
     session_id = (session_id or "").strip() or str(uuid.uuid4())
     limits.check_id(session_id, "session_id")
@@ -100,25 +119,26 @@ def session_create(
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             sql = _append_sql.Statements(cursor)  # plain statements: the ORM's cost more than they do
-            app_pk, exists = sql.app_and_session(app_name, user_id, session_id)
-            if exists:
+            slot = sql.session_slot(app_name, user_id, session_id)
+            if slot is None:
+                app_get_or_create(name=app_name)
+                slot = sql.session_slot(app_name, user_id, session_id)
+            if slot.exists:
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
-            app_pk = app_pk or app_get_or_create(name=app_name).pk
-            # Scope rows exist from the start, so appends only ever update them.
-            sql.ensure_scope_rows(app_pk, user_id)
-            app = App(pk=app_pk, name=app_name)
+            app = App(pk=slot.app_pk, name=app_name)
             locked = _append_sql.LockedSession(0, app.pk, user_id, 0, now, {})
-            mark, changes = _apply_delta(sql, locked, delta, now)
+            applied = _apply_delta(sql, locked, delta, now)
             session = Session.objects.create(
                 app=app, user_id=user_id, session_id=session_id, state=delta.session, create_time=now,
-                update_time=now, state_mark=mark, imported_from=imported_from,
+                update_time=now, state_mark=applied.mark, imported_from=imported_from,
             )
             locked.pk = session.pk  # the change rows name the session, which exists only now
-            sql.insert_changes(locked, changes, event_pk=None, seq=0, timestamp=now)
+            sql.insert_changes(locked, applied.changes, event_pk=None, seq=0, timestamp=now)
             relay.on_commit(broadcast.session_created, session=session)
     except IntegrityError as exc:  # a concurrent create won the race for this id
         raise AlreadyExistsError(f"Session with id {session_id} already exists.") from exc
-    return session
+    shared = {SCOPE_APP: slot.app_state, SCOPE_USER: slot.user_state, **applied.shared}
+    return CreatedSession(session, shared[SCOPE_APP], shared[SCOPE_USER])
 
 
 def session_state_correct(*, key: SessionKey, values: dict[str, Any]) -> list[str]:
@@ -142,7 +162,7 @@ def session_state_correct(*, key: SessionKey, values: dict[str, Any]) -> list[st
             return []
         delta = split_delta(differ)
         _check_state(differ, delta)
-        _, changes = _apply_delta(sql, locked, delta, locked.update_time)
+        changes = _apply_delta(sql, locked, delta, locked.update_time).changes
         sql.insert_changes(locked, changes, event_pk=None, seq=locked.revision, timestamp=locked.update_time)
         sql.bump_session(locked.pk, locked.revision, locked.update_time, locked.state if delta.session else None)
         Session.objects.filter(pk=locked.pk).update(import_conflicts=sorted({*row.import_conflicts, *differ}))
@@ -244,7 +264,8 @@ def event_append(*, key: SessionKey, event: AdkEvent, seen: SeenRevision | None 
         _check_fresh(sql, locked, seen)
         row = Event(session_id=locked.pk, seq=locked.revision + 1, data=data, has_error=bool(signals.errors),
                     **event_columns(event))
-        row.state_mark, changes = _apply_delta(sql, locked, delta, row.timestamp)
+        applied = _apply_delta(sql, locked, delta, row.timestamp)
+        row.state_mark, changes = applied.mark, applied.changes
         row.pk = sql.insert_event(row, data_json)
         sql.insert_changes(locked, changes, event_pk=row.pk, seq=row.seq, timestamp=row.timestamp)
         increments, recent_calls = _health_increments(signals, locked, row.invocation_id)
@@ -337,15 +358,20 @@ def event_columns(event: AdkEvent) -> dict[str, Any]:
     }
 
 
+class Applied(NamedTuple):
+    mark: int  # what the caller stores as `state_mark` (see `selectors.state_as_of`)
+    changes: list[_append_sql.Change]  # every key changed
+    shared: dict[str, dict[str, Any]]  # the app's and user's state after it, for the scopes it wrote
+
+
 def _apply_delta(
     sql: _append_sql.Statements, locked: _append_sql.LockedSession, delta: ScopedDelta, now: float
-) -> tuple[int, list[_append_sql.Change]]:
-    """Apply each scope's delta to its row; return the state mark and every key changed.
+) -> Applied:
+    """Apply each scope's delta to its row.
 
     The one way state changes, for an appended event and a new session's
     initial state alike. The session scope is applied to `locked.state`,
-    which the caller stores with the session row. The mark is what the
-    caller stores as `state_mark` (see `selectors.state_as_of`).
+    which the caller stores with the session row.
     """
     shared = {scope: sql.lock_scope(scope, locked) for scope, values in delta.items()
               if values and scope != SCOPE_SESSION}  # app, then user: the lock order
@@ -369,4 +395,4 @@ def _apply_delta(
             state[k] = new
         if scope != SCOPE_SESSION:
             sql.save_scope(scope, locked, state, now)
-    return mark, changes
+    return Applied(mark, changes, shared)

@@ -120,9 +120,8 @@ class DjangoSessionService(BaseSessionService):
         state: Optional[dict[str, Any]] = None,
         session_id: Optional[str] = None,
     ) -> Session:
-        created = services.session_create(app_name=app_name, user_id=user_id, session_id=session_id, state=state)
-        # The new row is all known here but the shared scopes, which one statement reads.
-        app_state, user_state = selectors.shared_state(app_name=app_name, user_id=user_id)
+        created, app_state, user_state = services.session_create_with_shared(
+            app_name=app_name, user_id=user_id, session_id=session_id, state=state)
         listed = selectors.ListedSession(
             created.session_id, user_id, created.update_time, created.revision,
             merge_state(app_state, user_state, created.state),

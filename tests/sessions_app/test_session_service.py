@@ -254,6 +254,26 @@ async def test_list_sessions_equals_adks_sqlite_service_on_the_same_calls(servic
     assert (await service.list_sessions(app_name="nothing")).sessions == []
 
 
+async def test_create_session_returns_the_state_adks_sqlite_service_returns(service, tmp_path):
+    """The shared states a new session is returned with (read in its own transaction, with the
+    scope rows it makes) are ADK's, for a new app, a new user, a known one and a delta of each scope."""
+    adk = SqliteSessionService(str(tmp_path / "adk.db"))
+    calls = [
+        dict(app_name=APP, user_id="ann", session_id="s1", state={"a": 1, "app:k": "v", "user:u": [1, 2]}),
+        dict(app_name=APP, user_id="ann", session_id="s2"),
+        dict(app_name=APP, user_id="bob", session_id="s3", state={"user:u": "bob's", "b": 2}),
+        dict(app_name=APP, user_id="ann", session_id="s4", state={"app:k": "w", "temp:t": 0}),
+        dict(app_name="other", user_id="ann", session_id="s5"),
+    ]
+    for call in calls:
+        ours, theirs = await service.create_session(**call), await adk.create_session(**call)
+        assert ours.state == theirs.state, call
+    with pytest.raises(AlreadyExistsError):
+        await service.create_session(**calls[1])
+    assert (await service.get_session(app_name=APP, user_id="ann", session_id="s2")).state == {
+        "app:k": "w", "user:u": [1, 2]}
+
+
 async def test_delete_session_removes_it_and_its_events(service):
     session = await service.create_session(app_name=APP, user_id="u1", state={"user:keep": 1})
     await service.append_event(session, text_event("x", delta={"s": 1}))
