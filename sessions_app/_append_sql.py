@@ -32,6 +32,7 @@ from .models import SCOPE_APP, App, AppState, Event, Session, StateChange, UserS
 _S, _A, _E = Session._meta.db_table, App._meta.db_table, Event._meta.db_table
 _C, _AS, _US = StateChange._meta.db_table, AppState._meta.db_table, UserState._meta.db_table
 
+_SESSION_FIELDS = tuple(field for field in Session._meta.concrete_fields if not field.primary_key)
 # Every column but the id, in the order the statements bind them; a test
 # holds these to the models' fields, so a new field cannot be left out.
 EVENT_COLUMNS = (
@@ -172,6 +173,20 @@ class Statements:
                          " ON CONFLICT DO NOTHING", values)
         return SessionSlot(row[0], bool(row[1]), _loads(row[2]) or {}, _loads(row[3]) or {})
 
+    def insert_session(self, session: Session) -> None:
+        """A new session's row, as `session.save()` writes it (every column, its field's own
+        conversion), without the ORM's compiler: a fifth of a create's CPU on PostgreSQL. Sets its pk."""
+        fields = _SESSION_FIELDS
+        values = [field.get_db_prep_save(field.pre_save(session, True), self.db) for field in fields]
+        sql = (f"INSERT INTO {_S} ({', '.join(field.column for field in fields)})"
+               f" VALUES ({', '.join(['%s'] * len(fields))})")
+        if self.sqlite:
+            self.execute(sql, values)
+            session.pk = self.raw.lastrowid
+        else:
+            session.pk = self._one(sql + " RETURNING id", values)[0]
+        session._state.adding, session._state.db = False, self.db.alias
+
     def lock_session(
         self, app_name: str, user_id: str, session_id: str, *, calls: bool = False,
         event_id: str | None = None, scopes: Iterable[str] = (),
@@ -273,14 +288,16 @@ class Statements:
         if not changes:
             return
         marks = ", ".join(self.json if column in ("old_value", "new_value") else "%s" for column in CHANGE_COLUMNS)
-        self.executemany(
-            f"INSERT INTO {_C} ({', '.join(CHANGE_COLUMNS)}) VALUES ({marks})",
-            [
-                (locked.app_pk, locked.user_id, locked.pk, event_pk, seq, c.scope, c.key, _dumps(c.old), _dumps(c.new),
-                 c.existed, timestamp)
-                for c in changes
-            ],
-        )
+        sql = f"INSERT INTO {_C} ({', '.join(CHANGE_COLUMNS)}) VALUES ({marks})"
+        rows = [
+            (locked.app_pk, locked.user_id, locked.pk, event_pk, seq, c.scope, c.key, _dumps(c.old), _dumps(c.new),
+             c.existed, timestamp)
+            for c in changes
+        ]
+        if len(rows) == 1:  # psycopg's executemany opens a pipeline: for one row, more work than one statement
+            self.execute(sql, rows[0])
+        else:
+            self.executemany(sql, rows)
 
     def bump_session(
         self, pk: int, revision: int, now: float, state: dict[str, Any] | None,

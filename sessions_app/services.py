@@ -128,10 +128,11 @@ def session_create_with_shared(
             app = App(pk=slot.app_pk, name=app_name)
             locked = _append_sql.LockedSession(0, app.pk, user_id, 0, now, {})
             applied = _apply_delta(sql, locked, delta, now)
-            session = Session.objects.create(
+            session = Session(
                 app=app, user_id=user_id, session_id=session_id, state=delta.session, create_time=now,
                 update_time=now, state_mark=applied.mark, imported_from=imported_from,
             )
+            sql.insert_session(session)
             locked.pk = session.pk  # the change rows name the session, which exists only now
             sql.insert_changes(locked, applied.changes, event_pk=None, seq=0, timestamp=now)
             relay.on_commit(broadcast.session_created, session=session)
