@@ -18,7 +18,7 @@ from .keys import SessionKey
 from .models import Session
 from .scopes import split_key
 
-KEY_HISTORY_PAGE = 200  # changes a page of a key's history; "older changes" loads the next
+KEY_HISTORY_PAGE = 50  # changes a page of a key's history (as the other long lists page); "older changes" loads the next
 
 
 class HtmxHttpRequest(HttpRequest):
