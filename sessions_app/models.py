@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from django.db import models
+from django.utils.functional import cached_property
 
 from .keys import SessionKey
 
@@ -299,6 +300,15 @@ class StateChange(models.Model):
         Compared as JSON text, so 1 -> 1.0 or 1 -> true still count as changes."""
         return (self.existed_before and self.new_value is not None
                 and json.dumps(self.old_value, sort_keys=True) == json.dumps(self.new_value, sort_keys=True))
+
+    @cached_property
+    def kind(self) -> str:
+        """What the change did, for its row's class and badge: cleared, rewrite, changed or added."""
+        if self.new_value is None:
+            return "cleared"
+        if self.is_rewrite:
+            return "rewrite"
+        return "changed" if self.existed_before else "added"
 
     def as_dict(self) -> dict[str, Any]:
         return {
