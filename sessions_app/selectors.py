@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from asgiref.sync import async_to_sync
 from django.db import connection
-from django.db.models import Case, Count, F, Max, Min, Q, QuerySet, TextField, When
+from django.db.models import Case, Count, F, Func, Max, Min, OuterRef, Q, QuerySet, Subquery, TextField, When
 from django.db.models.expressions import OrderBy
 from django.db.models.functions import Cast
 from google.adk.events import Event as AdkEvent
@@ -289,7 +289,9 @@ def apps(*, sandboxes: bool = False) -> QuerySet[App]:
 
 def without_sandboxes(sessions: QuerySet[Session], *, sandboxes: bool = False) -> QuerySet[Session]:
     """`sessions` less those of sandbox apps (eval runs'), unless `sandboxes`."""
-    return sessions if sandboxes else sessions.exclude(app__name__contains=SEPARATOR)
+    # The apps as a subquery, not a join: the sessions' own indexes then answer, the partial one of
+    # those needing attention too (the home page's count at 100 000 sessions: a scan, 46 ms -> 0.6).
+    return sessions if sandboxes else sessions.filter(app__in=App.objects.exclude(name__contains=SEPARATOR))
 
 
 def sandbox_apps_of(app_name: str) -> QuerySet[App]:
@@ -304,7 +306,10 @@ def sandbox_app_names(app_name: str, *, user_id: str) -> list[str]:
 
 
 def session_counts(*, sandboxes: bool = False) -> dict[str, int]:
-    return dict(apps(sandboxes=sandboxes).annotate(n=Count("sessions")).values_list("name", "n"))
+    """Each app's number of sessions, counted per app on its index. (Joined and grouped, SQLite
+    built a temporary index of every session on each call: 130 ms at 100 000, now 7.5.)"""
+    counted = Session.objects.filter(app=OuterRef("pk")).order_by().annotate(c=Func(F("pk"), function="COUNT"))
+    return dict(apps(sandboxes=sandboxes).annotate(n=Subquery(counted.values("c"))).values_list("name", "n"))
 
 
 def user_ids(app: App, limit: int = 200) -> list[str]:
