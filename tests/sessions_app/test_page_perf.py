@@ -10,6 +10,7 @@ import markdown as md
 import nh3
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse, set_script_prefix
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
@@ -230,10 +231,6 @@ def test_the_home_pages_counts_read_indexes_in_a_store_of_one_big_app(db):
     statistics of the sessions only (as the bulk builder leaves them), SQLite built a temporary index
     of every session for the first (130 ms at 100 000) and scanned every session for the second
     (46 ms); each now reads an index of the sessions table."""
-    from django.test.utils import CaptureQueriesContext
-
-    from sessions_app import selectors
-
     app = App.objects.create(name="big_app")
     times = {"create_time": 1.0, "update_time": 1.0}
     SessionRow.objects.bulk_create(SessionRow(app=app, user_id="u", session_id=f"s{i}", error_count=int(i % 20 == 0),
