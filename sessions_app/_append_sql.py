@@ -27,7 +27,7 @@ import psycopg
 from django.db.backends.utils import CursorWrapper
 
 from . import health
-from .models import SCOPE_APP, App, AppState, Event, Session, StateChange, UserState
+from .models import SCOPE_APP, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
 
 _S, _A, _E = Session._meta.db_table, App._meta.db_table, Event._meta.db_table
 _C, _AS, _US = StateChange._meta.db_table, AppState._meta.db_table, UserState._meta.db_table
@@ -118,7 +118,10 @@ class Statements:
             else:
                 self.raw.execute(sql, params)
 
-    def executemany(self, sql: str, rows: Iterable[tuple]) -> None:
+    def executemany(self, sql: str, rows: list[tuple]) -> None:
+        if len(rows) == 1:  # psycopg's executemany opens a pipeline: for one row, more work than one statement
+            self.execute(sql, rows[0])
+            return
         with self.db.wrap_database_errors:
             if self.sqlite:
                 sqlite3.Cursor.executemany(self.raw, _qmarks(sql), rows)
@@ -165,13 +168,11 @@ class Statements:
         )
         if row is None:
             return None
-        missing = [(table, columns, values) for table, columns, values, state in (
-            (_AS, "app_id", (row[0],), row[2]), (_US, "app_id, user_id", (row[0], user_id), row[3])) if state is None]
-        for table, columns, values in missing:  # no writer can make them meanwhile: BEGIN IMMEDIATE
-            marks = ", ".join(["%s"] * len(values))
-            self.execute(f"INSERT INTO {table} ({columns}, state, update_time) VALUES ({marks}, '{{}}', 0)"
-                         " ON CONFLICT DO NOTHING", values)
-        return SessionSlot(row[0], bool(row[1]), _loads(row[2]) or {}, _loads(row[3]) or {})
+        app_pk, exists, app_state, user_state = row
+        for scope, state in ((SCOPE_APP, app_state), (SCOPE_USER, user_state)):
+            if state is None:  # no row: no writer can make it meanwhile (BEGIN IMMEDIATE)
+                self._make_scope_row(scope, app_pk, user_id)
+        return SessionSlot(app_pk, bool(exists), _loads(app_state) or {}, _loads(user_state) or {})
 
     def insert_session(self, session: Session) -> None:
         """A new session's row, as `session.save()` writes it (every column, its field's own
@@ -258,14 +259,17 @@ class Statements:
         select = f"SELECT state FROM {table} WHERE {where}{self.for_update}"
         row = self._one(select, params)
         if row is None:  # created lazily for sessions made before the row existed
-            columns = "app_id, state, update_time" if scope == SCOPE_APP else "app_id, user_id, state, update_time"
-            marks = ", ".join(["%s"] * len(params))
-            self.execute(
-                f"INSERT INTO {table} ({columns}) VALUES ({marks}, {self.json}, 0) ON CONFLICT DO NOTHING",
-                (*params, "{}"),
-            )
+            self._make_scope_row(scope, locked.app_pk, locked.user_id)
             row = self._one(select, params)
         return _loads(row[0]) or {}
+
+    def _make_scope_row(self, scope: str, app_pk: int, user_id: str) -> None:
+        """The app's (or user's) state row, empty, unless it is there already."""
+        table, columns, values = (_AS, "app_id", (app_pk,)) if scope == SCOPE_APP else (
+            _US, "app_id, user_id", (app_pk, user_id))
+        marks = ", ".join(["%s"] * len(values))
+        self.execute(f"INSERT INTO {table} ({columns}, state, update_time) VALUES ({marks}, {self.json}, 0)"
+                     " ON CONFLICT DO NOTHING", (*values, "{}"))
 
     def save_scope(self, scope: str, locked: LockedSession, state: dict[str, Any], now: float) -> None:
         table, where, params = self._scope_where(scope, locked)
@@ -288,16 +292,14 @@ class Statements:
         if not changes:
             return
         marks = ", ".join(self.json if column in ("old_value", "new_value") else "%s" for column in CHANGE_COLUMNS)
-        sql = f"INSERT INTO {_C} ({', '.join(CHANGE_COLUMNS)}) VALUES ({marks})"
-        rows = [
-            (locked.app_pk, locked.user_id, locked.pk, event_pk, seq, c.scope, c.key, _dumps(c.old), _dumps(c.new),
-             c.existed, timestamp)
-            for c in changes
-        ]
-        if len(rows) == 1:  # psycopg's executemany opens a pipeline: for one row, more work than one statement
-            self.execute(sql, rows[0])
-        else:
-            self.executemany(sql, rows)
+        self.executemany(
+            f"INSERT INTO {_C} ({', '.join(CHANGE_COLUMNS)}) VALUES ({marks})",
+            [
+                (locked.app_pk, locked.user_id, locked.pk, event_pk, seq, c.scope, c.key, _dumps(c.old), _dumps(c.new),
+                 c.existed, timestamp)
+                for c in changes
+            ],
+        )
 
     def bump_session(
         self, pk: int, revision: int, now: float, state: dict[str, Any] | None,

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 from django.db import models
 
+from sessions_app import services
 from sessions_app._append_sql import CHANGE_COLUMNS, EVENT_COLUMNS
-from sessions_app.models import Event, StateChange
+from sessions_app.models import Event, Session, StateChange
 
 
 @pytest.mark.parametrize(("model", "columns"), [(Event, EVENT_COLUMNS), (StateChange, CHANGE_COLUMNS)])
@@ -19,9 +20,6 @@ def test_raw_inserts_name_every_column_of_their_model(model: type[models.Model],
 def test_a_created_sessions_row_is_the_one_the_orm_writes() -> None:
     """`Statements.insert_session` writes what `Session.objects.create` would: every column, each
     value converted by its field (JSON, defaults, NULLs) and read back the same."""
-    from sessions_app import services
-    from sessions_app.models import Session
-
     ours = services.session_create(app_name="a", user_id="u", session_id="ours", state={"k": [1, {"x": None}]})
     orm = Session.objects.create(app=ours.app, user_id="u", session_id="orm", state={"k": [1, {"x": None}]},
                                  create_time=ours.create_time, update_time=ours.update_time,
