@@ -241,7 +241,7 @@ REST_FRAMEWORK = {
 # ADKUI_LOGIN_FAILURES wrong passwords, for ADKUI_LOGIN_COOLOFF_MINUTES (429).
 AUTHENTICATION_BACKENDS = [
     "access.backends.LoginLockoutBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "access.backends.RoleBackend",
 ]
 AXES_FAILURE_LIMIT = envint("ADKUI_LOGIN_FAILURES", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("ADKUI_LOGIN_COOLOFF_MINUTES", 15))

@@ -52,6 +52,17 @@ def shared_states(
     return rows[0][0], _state(rows[0][1]), users
 
 
+def shared_of(sql: Statements, *, app_pk: int, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The app's `app:` state and the user's `user:` state (keys without their prefix), in one statement."""
+    sql.execute(
+        f"SELECT (SELECT state FROM {_AS} WHERE app_id = %s),"
+        f" (SELECT state FROM {_US} WHERE app_id = %s AND user_id = %s)",
+        (app_pk, app_pk, user_id),
+    )
+    app_state, user_state = sql.fetchall()[0]
+    return _state(app_state), _state(user_state)
+
+
 def user_session_columns(
     sql: Statements, *, app_name: str, user_id: str, after: SessionPosition | None = None, limit: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], list[SessionColumns]]:

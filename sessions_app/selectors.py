@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from asgiref.sync import async_to_sync
 from django.db import connection
-from django.db.models import Case, Count, F, Func, Max, Min, OuterRef, Q, QuerySet, Subquery, TextField, When
+from django.db.models import F, Func, Max, Min, OuterRef, Q, QuerySet, Subquery, TextField
 from django.db.models.expressions import OrderBy
 from django.db.models.functions import Cast
 from google.adk.events import Event as AdkEvent
@@ -220,9 +220,9 @@ class ScopedState:
 
 
 def current_state(session: Session) -> ScopedState:
-    user = UserState.objects.filter(app_id=session.app_id, user_id=session.user_id).values_list("state", flat=True)
-    app = AppState.objects.filter(app_id=session.app_id).values_list("state", flat=True)
-    return ScopedState(app=dict(app.first() or {}), user=dict(user.first() or {}), session=dict(session.state))
+    with connection.cursor() as cursor:
+        app, user = _list_sql.shared_of(_append_sql.Statements(cursor), app_pk=session.app_id, user_id=session.user_id)
+    return ScopedState(app=app, user=user, session=dict(session.state))
 
 
 def state_as_of(session: Session, seq: int) -> ScopedState:
@@ -256,18 +256,25 @@ def _undo(state: dict[str, Any], later: QuerySet[StateChange]) -> None:
             state.pop(key, None)
 
 
+def _in_scope_order(changes: QuerySet[StateChange]) -> list[StateChange]:
+    """App, user, then session scope, each in change order. Sorted here, not by the database:
+    an event's few rows, and the ORM's compiling of a CASE to rank scopes cost more than the query."""
+    return sorted(changes, key=lambda change: (_SCOPE_RANK[change.scope], change.id))
+
+
+_SCOPE_RANK = {scope: rank for rank, scope in enumerate(SCOPE_ORDER)}
+
+
 def changes_by_event(event_pks: list[int]) -> dict[int, list[StateChange]]:
     """Each event's state changes (app, user, then session scope), for a page of events."""
     grouped: dict[int, list[StateChange]] = defaultdict(list)
-    order = Case(*(When(scope=s, then=i) for i, s in enumerate(SCOPE_ORDER)))
-    for change in StateChange.objects.filter(event_id__in=event_pks).order_by(order, "id"):
+    for change in _in_scope_order(StateChange.objects.filter(event_id__in=event_pks)):
         grouped[change.event_id].append(change)
     return grouped
 
 
 def initial_changes(session: Session) -> list[StateChange]:
-    order = Case(*(When(scope=s, then=i) for i, s in enumerate(SCOPE_ORDER)))
-    return list(StateChange.objects.filter(session=session, seq=0).order_by(order, "id"))
+    return _in_scope_order(StateChange.objects.filter(session=session, seq=0))
 
 
 def key_history(*, app: App, full_key: str, user_id: str | None = None, session: Session | None = None) -> QuerySet[StateChange]:

@@ -62,3 +62,27 @@ def test_key_history_spans_sessions_for_shared_scopes(service):
     assert [c.new_value for c in selectors.key_history(app=app, full_key="app:v")] == [2, 1]
     local = selectors.key_history(app=app, full_key="local", session=SessionRow.objects.get(session_id=other.id))
     assert [c.new_value for c in local] == [2]
+
+
+def test_a_events_changes_and_a_new_sessions_come_app_then_user_then_session_each_in_change_order(service):
+    s = service.create_session_sync(app_name=APP, user_id="ann", state={"z": 1, "user:b": 1, "app:c": 1, "a": 1})
+    append(service, s, {"s2": 1, "user:u2": 1, "app:a2": 1, "s1": 1, "app:a1": 1, "user:u1": 1})
+    row = SessionRow.objects.get(session_id=s.id)
+    initial = selectors.initial_changes(row)
+    assert [(c.scope, c.key) for c in initial] == [("app", "c"), ("user", "b"), ("session", "z"), ("session", "a")]
+    (changes,) = selectors.changes_by_event([row.events.get(seq=1).pk]).values()
+    assert [(c.scope, c.key) for c in changes] == [
+        ("app", "a2"), ("app", "a1"), ("user", "u2"), ("user", "u1"), ("session", "s2"), ("session", "s1")]
+    assert [c.id for c in changes if c.scope == "app"] == sorted(c.id for c in changes if c.scope == "app")
+
+
+def test_current_state_splits_scopes_and_is_empty_where_a_scope_has_no_row(service):
+    s = service.create_session_sync(app_name=APP, user_id="ann", state={"k": {"n": [1, 2]}, "user:lang": "en"})
+    row = SessionRow.objects.get(session_id=s.id)
+    state = selectors.current_state(row)
+    assert (state.app, state.user, state.session) == ({}, {"lang": "en"}, {"k": {"n": [1, 2]}})
+    append(service, s, {"app:v": 2, "user:lang": None})
+    state = selectors.current_state(SessionRow.objects.get(session_id=s.id))
+    assert (state.app, state.user) == ({"v": 2}, {"lang": None})
+    other = service.create_session_sync(app_name=APP, user_id="new")
+    assert selectors.current_state(SessionRow.objects.get(session_id=other.id)).user == {}
