@@ -39,10 +39,11 @@ def event_node_keys(data: dict[str, Any]) -> list[str]:
     return [name] if name else []
 
 
-def event_is_work(data: dict[str, Any]) -> bool:
+def event_is_work(data: dict[str, Any], node_keys: list[str]) -> bool:
     """Whether an event is a node's work (a model turn or error, a tool result, a
-    workflow node's output), not a mark such as a state patch or an agent checkpoint."""
-    if data.get("partial") or not event_node_keys(data):
+    workflow node's output), not a mark such as a state patch or an agent checkpoint.
+    `node_keys`: its `event_node_keys`, which each caller needs too."""
+    if data.get("partial") or not node_keys:
         return False
     has_content = bool((data.get("content") or {}).get("parts"))
     return has_content or bool(data.get("error_code")) or data.get("output") is not None
@@ -108,11 +109,12 @@ class _Tally:
         return _Tally(stats, self.previous, self.last)
 
     def add(self, seq: int, invocation: str, ts: float, data: dict[str, Any]) -> None:
-        if event_is_work(data):
+        node_keys = event_node_keys(data)
+        if event_is_work(data, node_keys):
             previous = self.previous
             before = previous[1:] if previous and previous[0] == seq - 1 else None
             took = seconds_taken(ts, before, invocation)
-            for key in event_node_keys(data):
+            for key in node_keys:
                 counted = self.stats.setdefault(key, NodeStats())
                 counted.calls += 1
                 counted.seconds += took

@@ -252,7 +252,7 @@ def _charge_nodes(session: Session, views: list[EventView], first_previous: Even
         previous = node_stats.previous_events(session, [v.seq for v in views])
     for view in views:
         view.nodes = node_stats.event_node_keys(view.row.data)
-        if node_stats.event_is_work(view.row.data):
+        if node_stats.event_is_work(view.row.data, view.nodes):
             view.took = node_stats.seconds_taken(view.row.timestamp, previous.get(view.seq - 1), view.row.invocation_id)
 
 
