@@ -1,6 +1,6 @@
 """Search the events of an app by content: text, tools (names, args, responses) and state deltas.
 
-The index is the database's own (migration 0008): FTS5 on SQLite, a GIN index
+The index is the database's own (migrations 0008, 0017, 0018): FTS5 on SQLite, a GIN index
 over a tsvector on PostgreSQL. A query is parsed here into terms of letters
 and digits only, so no user input ever reaches FTS5's or to_tsquery's syntax:
 
@@ -214,11 +214,16 @@ def _hit_ids(terms: tuple[Term, ...], app: App, user_id: str | None, *, below: i
 
 def _sqlite_hit_ids(terms: tuple[Term, ...], app: App, user_id: str | None, *, below: int | None,
                     skip: int, take: int, count: bool) -> Any:
-    # The index drives: its rowids backwards, each joined to its event and session until
-    # enough are found. (`pk IN (SELECT rowid ... MATCH)` would first read every hit.)
-    sql = (f"SELECT f.rowid FROM {_FTS} AS f JOIN {Event._meta.db_table} AS e ON e.id = f.rowid "
-           f"JOIN {Session._meta.db_table} AS s ON s.id = e.session_id WHERE {_FTS} MATCH %s AND s.app_id = %s")
-    params: list[Any] = [_fts5_match(terms), app.pk]
+    # The index drives: its rowids (the event pks) backwards, those holding the words and the
+    # app's token (migration 0018), which FTS5 intersects itself; one user's are told by a join.
+    # (`pk IN (SELECT rowid ... MATCH)` would first read every hit.)
+    match = f"{{body}} : ({_fts5_match(terms)}) AND app : \"app{int(app.pk)}\""
+    sql = f"SELECT f.rowid FROM {_FTS} AS f"
+    params: list[Any] = [match]
+    if user_id:
+        sql += (f" JOIN {Event._meta.db_table} AS e ON e.id = f.rowid"
+                f" JOIN {Session._meta.db_table} AS s ON s.id = e.session_id")
+    sql += f" WHERE {_FTS} MATCH %s"
     if user_id:
         sql += " AND s.user_id = %s"
         params.append(user_id)
