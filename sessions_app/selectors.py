@@ -256,13 +256,13 @@ def _undo(state: dict[str, Any], later: QuerySet[StateChange]) -> None:
             state.pop(key, None)
 
 
+_SCOPE_RANK = {scope: rank for rank, scope in enumerate(SCOPE_ORDER)}
+
+
 def _in_scope_order(changes: QuerySet[StateChange]) -> list[StateChange]:
     """App, user, then session scope, each in change order. Sorted here, not by the database:
     an event's few rows, and the ORM's compiling of a CASE to rank scopes cost more than the query."""
     return sorted(changes, key=lambda change: (_SCOPE_RANK[change.scope], change.id))
-
-
-_SCOPE_RANK = {scope: rank for rank, scope in enumerate(SCOPE_ORDER)}
 
 
 def changes_by_event(event_pks: list[int]) -> dict[int, list[StateChange]]:
