@@ -19,7 +19,9 @@ from channels.layers import channel_layers
 from django.apps import apps as django_apps
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.http import QueryDict
 from django.test.utils import override_settings
+from django.utils.datastructures import MultiValueDict
 
 from adkui.adk import DjangoSessionService
 from adkui.settings import redis_channel_layer
@@ -116,6 +118,23 @@ def on_commit_callbacks(django_capture_on_commit_callbacks: Any) -> Iterator[lis
     A test that must see their effect sooner needs transaction=True."""
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         yield callbacks
+
+
+@pytest.fixture
+def query_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
+    """The keys the code reads from any QueryDict (a request's GET or POST) while the test
+    runs: what a page or form takes, recorded rather than listed. Clear it between requests."""
+    noted: set[str] = set()
+    for name in ("get", "getlist", "__getitem__", "__contains__"):
+        original = getattr(MultiValueDict, name)
+
+        def noting(self: MultiValueDict, key: Any, *args: Any, _original: Any = original) -> Any:
+            if isinstance(self, QueryDict) and isinstance(key, str):
+                noted.add(key)
+            return _original(self, key, *args)
+
+        monkeypatch.setattr(MultiValueDict, name, noting)
+    yield noted
 
 
 @pytest.fixture
