@@ -116,6 +116,7 @@ from adkui.adk import DjangoSessionService  # noqa: E402
 from sessions_app.generated import BASE_TIME, bulk_fill, fill  # noqa: E402
 from sessions_app.generated import GeneratedApp as Spec  # noqa: E402
 from sessions_app.models import Session as SessionRow  # noqa: E402
+from sessions_app.services import session_create  # noqa: E402
 from eval_app import metrics as eval_metrics  # noqa: E402
 from eval_app import scores  # noqa: E402
 from eval_app.models import EvalCase, EvalCaseResult, EvalRun, EvalSet  # noqa: E402
@@ -490,6 +491,13 @@ async def time_service(service: BaseSessionService, spec: Spec, repeat: int, tag
     }
 
 
+def empty_session_pk(spec: Spec) -> int:
+    """A session of the store with no event yet (kept, so a kept store is not grown run after run)."""
+    key = {"app_name": spec.app, "user_id": spec.user(1), "session_id": "no-events-yet"}
+    row = SessionRow.objects.filter(app__name=key["app_name"], user_id=key["user_id"], session_id=key["session_id"]).first()
+    return row.pk if row is not None else session_create(**key).pk
+
+
 def pages(spec: Spec, eval_set: EvalSet) -> dict[str, str]:
     app, user, session_id = spec.app, spec.user(1), spec.session_id(1)
     pk = SessionRow.objects.get(app__name=app, user_id=user, session_id=session_id).pk
@@ -501,6 +509,8 @@ def pages(spec: Spec, eval_set: EvalSet) -> dict[str, str]:
         "app page, needs attention": f"/apps/{app}/?attention=1",
         "app page, one user": f"/apps/{app}/?user={user}",
         "session page": f"/sessions/{pk}/",
+        # Its frame (header, filters, state, chat and graph panels), which every session page pays.
+        "session page, no events yet": f"/sessions/{empty_session_pk(spec)}/",
         "its artifacts panel": reverse("memory_app:artifacts_panel", args=[pk]),
         "search": f"/apps/{app}/search/?q=answer",
         "key history (user: key)": f"/sessions/{pk}/key-history/?key=user:turns",
@@ -563,9 +573,9 @@ def print_targets(rows: dict[str, dict[str, tuple[float, float]]], server: dict[
     for page, (wall, cpu) in server.items():
         print(f"  {page:34s} <= {PAGE_LIMIT_MS:.0f} ms: {wall:7.1f} ms (CPU {cpu:6.1f}): {verdict(wall <= PAGE_LIMIT_MS)}"
               f" (on CPU: {verdict(cpu <= PAGE_LIMIT_MS)})")
-    cpu = server["session page"][1]
+    cpu, frame = server["session page"][1], server["session page, no events yet"][1]
     print(f"  {'session page, first screen':34s} <= {SESSION_PAGE_CPU_MS:.0f} ms of CPU: {cpu:6.1f} ms: "
-          f"{verdict(cpu <= SESSION_PAGE_CPU_MS)}")
+          f"{verdict(cpu <= SESSION_PAGE_CPU_MS)} (its frame alone, no event yet: {frame:.1f} ms)")
 
 
 async def append_rate(app: str, user: str, count: int) -> tuple[float, float]:
