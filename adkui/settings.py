@@ -66,8 +66,6 @@ INSTALLED_APPS = [
     "axes",
     "csp",
     "corsheaders",
-    "django_tasks",
-    "django_tasks_db",
     # The house, top to bottom: each app imports only those below it.
     "runtime_app",
     "eval_app",
@@ -75,6 +73,10 @@ INSTALLED_APPS = [
     "memory_app",
     "sessions_app",
     "access",
+    # After the house, so that eval_app's db_worker (django-tasks-db's, ADK's evaluation engine imported
+    # before it takes a task) is the one `manage.py db_worker` runs: an app listed earlier overrides a command.
+    "django_tasks",
+    "django_tasks_db",
 ]
 
 MIDDLEWARE = [

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import gc
+import importlib
 import warnings
 
 import wrapt
@@ -7,6 +9,19 @@ from django.apps import AppConfig
 
 # ADK's module of DEFAULT_METRIC_EVALUATOR_REGISTRY, which every eval imports first.
 ADK_METRIC_REGISTRY_MODULE = "google.adk.evaluation.metric_evaluator_registry"
+
+
+def warm_engine() -> None:
+    """Import ADK's evaluation engine now rather than at its first use, then freeze what it made.
+
+    The registry's import (Vertex AI's SDK, nltk and scipy with it) took 10 s of CPU on a slow
+    2-core machine (about 3 on a fast one) and some 300 MB: on first use, the first eval set page
+    a fresh server opened waited for it, and a fresh worker's first case too, its run page saying
+    "running" with nothing moving. What it imports lives as long as the process, so it is frozen
+    as `adkui/asgi.py` freezes the server's imports: no full collection walks it.
+    """
+    importlib.import_module(ADK_METRIC_REGISTRY_MODULE)  # our metric and judge join it (ready() below)
+    gc.freeze()
 
 
 class EvalAppConfig(AppConfig):

@@ -8,9 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
+from eval_app.apps import warm_engine
+from runtime_app.management.commands import up
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,3 +107,27 @@ def test_an_eval_run_in_a_fresh_process_scores_our_metric_with_our_judge(tmp_pat
     status = {m["metric_name"]: m["eval_status"] for m in case["overall_eval_metric_results"]}
     assert status["final_session_state_match"] == 1  # PASSED: registered, and bound to the case's states
     assert status["rubric_based_final_response_quality_v1"] == 1  # judged by adkui-scripted-judge
+
+
+def test_a_db_worker_imports_adks_eval_engine_before_its_first_task(tmp_path):
+    # --batch with nothing queued: the worker starts and stops without running a task, so the engine
+    # is in the process only because the worker imported it at its start (eval_app's db_worker).
+    env = _env(tmp_path)
+    _python("import django; django.setup(); from django.core.management import call_command;"
+            " call_command('migrate', verbosity=0); print(0)", env)
+    done = _manage_py("db_worker", "--batch", "--no-reload", "--no-startup-delay", "--skip-checks", env=env)
+    assert done["code"] in (0, None), done["stderr"]
+    assert "google.adk.evaluation.metric_evaluator_registry" in done["modules"]
+    assert "eval_app.management.commands.db_worker" in done["modules"]
+
+
+def test_up_imports_adks_eval_engine_on_a_thread_beside_the_server(monkeypatch, db):
+    started, served = [], []
+    monkeypatch.setattr(up.threading, "Thread", lambda **kw: SimpleNamespace(start=lambda: started.append(kw)))
+    monkeypatch.setattr(up, "call_command", lambda name, *a, **k: served.append(name))
+    monkeypatch.setattr(up, "get_default_application", lambda: None)
+    monkeypatch.setattr(up.Command, "start_worker", lambda self: None)
+    monkeypatch.setattr(up.signal, "signal", lambda *a: None)
+    up.Command().handle(addrport="127.0.0.1:8999", no_demo=True, agents_dir=None)
+    assert started == [{"target": warm_engine, "name": "warm-eval-engine", "daemon": True}]
+    assert served == ["migrate", "runserver"]
