@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import threading
 import warnings
 
 import wrapt
@@ -17,11 +18,39 @@ def warm_engine() -> None:
     The registry's import (Vertex AI's SDK, nltk and scipy with it) took 10 s of CPU on a slow
     2-core machine (about 3 on a fast one) and some 300 MB: on first use, the first eval set page
     a fresh server opened waited for it, and a fresh worker's first case too, its run page saying
-    "running" with nothing moving. What it imports lives as long as the process, so it is frozen
+    "queued" with nothing moving. What it imports lives as long as the process, so it is frozen
     as `adkui/asgi.py` freezes the server's imports: no full collection walks it.
     """
     importlib.import_module(ADK_METRIC_REGISTRY_MODULE)  # our metric and judge join it (ready() below)
     gc.freeze()
+
+
+_warming = threading.Lock()  # held while a warm_engine_in_background runs
+
+
+def warm_engine_in_background() -> None:
+    """`warm_engine` on a thread of its own, so the process starts as fast as before (nothing
+    when one is running already)."""
+    if not _warming.acquire(blocking=False):
+        return
+
+    def warm() -> None:
+        try:
+            warm_engine()
+        finally:
+            _warming.release()
+
+    threading.Thread(target=warm, name="warm-eval-engine", daemon=True).start()
+
+
+def wait_for_engine() -> None:
+    """Return once a background warm of this process has ended (at once when none runs).
+
+    Code about to run an eval calls it first: two threads importing the same modules at once
+    can deadlock on an import cycle, which Python breaks by raising in one of them.
+    """
+    with _warming:
+        pass
 
 
 class EvalAppConfig(AppConfig):

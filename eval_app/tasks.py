@@ -31,6 +31,7 @@ from django_tasks import task
 from django_tasks_db.backend import DatabaseBackend
 
 from . import engine, work
+from .apps import wait_for_engine
 from .models import EvalCaseResult, EvalRun, EvalWorkItem
 from .progress import CaseOutcome
 from .work import WORKER_ID
@@ -49,6 +50,7 @@ class CaseCancelled(Exception):
 @task()
 def run_eval_item(item_pk: int) -> str:
     """Run one work item; returns what became of it (for django-tasks' result)."""
+    wait_for_engine()  # a worker's start imports ADK's evaluation engine on another thread
     reap_if_due()
     return execute_item(item_pk)
 

@@ -7,13 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.core.signals import request_finished
 
-from eval_app.apps import warm_engine
+from eval_app import apps as eval_apps
 from runtime_app.management.commands import up
 
 pytestmark = pytest.mark.slow
@@ -121,13 +122,29 @@ def test_a_db_worker_imports_adks_eval_engine_before_its_first_task(tmp_path):
     assert "eval_app.management.commands.db_worker" in done["modules"]
 
 
-def test_up_imports_adks_eval_engine_on_a_thread_beside_the_server(monkeypatch, db):
-    started, served = [], []
-    monkeypatch.setattr(up.threading, "Thread", lambda **kw: SimpleNamespace(start=lambda: started.append(kw)))
+def test_up_imports_adks_eval_engine_on_a_thread_once_its_first_page_is_served(monkeypatch, db):
+    warmed, served = [], []
+    monkeypatch.setattr(up, "warm_engine_in_background", lambda: warmed.append(True))
     monkeypatch.setattr(up, "call_command", lambda name, *a, **k: served.append(name))
     monkeypatch.setattr(up, "get_default_application", lambda: None)
     monkeypatch.setattr(up.Command, "start_worker", lambda self: None)
     monkeypatch.setattr(up.signal, "signal", lambda *a: None)
     up.Command().handle(addrport="127.0.0.1:8999", no_demo=True, agents_dir=None)
-    assert started == [{"target": warm_engine, "name": "warm-eval-engine", "daemon": True}]
-    assert served == ["migrate", "runserver"]
+    assert served == ["migrate", "runserver"] and warmed == []
+    request_finished.send(sender=None)
+    request_finished.send(sender=None)
+    assert warmed == [True]  # after the first page, once
+
+
+def test_a_case_waits_for_a_warm_of_the_engine_under_way(monkeypatch):
+    release = threading.Event()
+    monkeypatch.setattr(eval_apps, "warm_engine", lambda: release.wait(10))
+    eval_apps.warm_engine_in_background()
+    eval_apps.warm_engine_in_background()  # one at a time: this one starts nothing
+    waited = threading.Thread(target=eval_apps.wait_for_engine)
+    waited.start()
+    waited.join(0.3)
+    assert waited.is_alive()
+    release.set()
+    waited.join(5)
+    assert not waited.is_alive()

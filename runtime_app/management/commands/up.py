@@ -7,17 +7,17 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from channels.routing import get_default_application
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.signals import request_finished
 from django_tasks import task_backends
 from django_tasks_db.backend import DatabaseBackend
 
-from eval_app.apps import warm_engine
+from eval_app.apps import warm_engine_in_background
 
 
 class Command(BaseCommand):
@@ -54,9 +54,9 @@ class Command(BaseCommand):
         # which the user waits for, came seconds later. runserver then finds it imported.
         get_default_application()
         worker = self.start_worker()
-        # ADK's evaluation engine for the eval pages this server serves (the run form lists its metrics),
-        # imported beside the server's start rather than by the first eval set page opened (8 s here).
-        threading.Thread(target=warm_engine, name="warm-eval-engine", daemon=True).start()
+        # ADK's evaluation engine for the eval pages this server serves (the run form lists its metrics), on
+        # a thread once the first page is served, not beside it: the first eval set page opened waited 8 s here.
+        request_finished.connect(_warm_eval_engine, dispatch_uid=WARM_AFTER_FIRST_PAGE)
         # A SIGTERM ends the server like Ctrl+C does, so the worker is stopped with it.
         signal.signal(signal.SIGTERM, _exit)
         try:
@@ -77,6 +77,14 @@ class Command(BaseCommand):
         worker = subprocess.Popen(command, env=env)
         self.stdout.write(f"Task worker for eval runs: manage.py db_worker, pid {worker.pid}")
         return worker
+
+
+WARM_AFTER_FIRST_PAGE = "adkui-up-warm-eval-engine"
+
+
+def _warm_eval_engine(**kwargs: object) -> None:
+    request_finished.disconnect(dispatch_uid=WARM_AFTER_FIRST_PAGE)
+    warm_engine_in_background()
 
 
 def _exit(signum: int, frame: object) -> None:
