@@ -73,8 +73,8 @@ INSTALLED_APPS = [
     "memory_app",
     "sessions_app",
     "access",
-    # After the house, so that eval_app's db_worker (django-tasks-db's, ADK's evaluation engine imported
-    # before it takes a task) is the one `manage.py db_worker` runs: an app listed earlier overrides a command.
+    # After the house, so that eval_app's db_worker (django-tasks-db's, importing ADK's evaluation engine
+    # from its start) is the one `manage.py db_worker` runs: an app listed earlier overrides a command.
     "django_tasks",
     "django_tasks_db",
 ]
