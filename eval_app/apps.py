@@ -10,6 +10,8 @@ from django.apps import AppConfig
 
 # ADK's module of DEFAULT_METRIC_EVALUATOR_REGISTRY, which every eval imports first.
 ADK_METRIC_REGISTRY_MODULE = "google.adk.evaluation.metric_evaluator_registry"
+# What a worker imports to run a case, in that order: its tasks (and through them our engine), ADK's registry.
+ENGINE_MODULES = ("eval_app.tasks", ADK_METRIC_REGISTRY_MODULE)
 
 
 def warm_engine() -> None:
@@ -21,7 +23,8 @@ def warm_engine() -> None:
     "queued" with nothing moving. What it imports lives as long as the process, so it is frozen
     as `adkui/asgi.py` freezes the server's imports: no full collection walks it.
     """
-    importlib.import_module(ADK_METRIC_REGISTRY_MODULE)  # our metric and judge join it (ready() below)
+    for name in ENGINE_MODULES:  # our metric and judge join the registry as it loads (ready() below)
+        importlib.import_module(name)
     gc.freeze()
 
 
@@ -47,7 +50,9 @@ def wait_for_engine() -> None:
     """Return once a background warm of this process has ended (at once when none runs).
 
     Code about to run an eval calls it first: two threads importing the same modules at once
-    can deadlock on an import cycle, which Python breaks by raising in one of them.
+    can deadlock on an import cycle, which Python breaks by raising in one of them. (The one
+    import they may race on is `eval_app.tasks`, the first of ENGINE_MODULES, where one thread
+    waits for the other holding no other module's lock: no cycle.)
     """
     with _warming:
         pass

@@ -112,14 +112,21 @@ def test_an_eval_run_in_a_fresh_process_scores_our_metric_with_our_judge(tmp_pat
 
 def test_a_db_worker_imports_adks_eval_engine_before_its_first_task(tmp_path):
     # --batch with nothing queued: the worker starts and stops without running a task, so the engine
-    # is in the process only because the worker imported it at its start (eval_app's db_worker).
-    env = _env(tmp_path)
-    _python("import django; django.setup(); from django.core.management import call_command;"
-            " call_command('migrate', verbosity=0); print(0)", env)
-    done = _manage_py("db_worker", "--batch", "--no-reload", "--no-startup-delay", "--skip-checks", env=env)
-    assert done["code"] in (0, None), done["stderr"]
-    assert "google.adk.evaluation.metric_evaluator_registry" in done["modules"]
-    assert "eval_app.management.commands.db_worker" in done["modules"]
+    # is in the process only because the worker imported it from its start (eval_app's db_worker),
+    # on the thread waited for here.
+    seen = _python(
+        "import json, sys, threading, django; django.setup()\n"
+        "from django.core.management import call_command\n"
+        "call_command('migrate', verbosity=0)\n"
+        f"before = [n for n in {HEAVY!r} if n in sys.modules]\n"
+        "call_command('db_worker', '--batch', '--no-reload', '--no-startup-delay', '--skip-checks')\n"
+        "warms = [t for t in threading.enumerate() if t.name == 'warm-eval-engine']\n"
+        "for t in warms: t.join()\n"
+        "print(json.dumps({'before': before, 'warms': len(warms), 'modules': sorted(sys.modules)}))",
+        _env(tmp_path),
+    )
+    assert seen["before"] == [] and seen["warms"] <= 1  # (ended already on a fast enough machine)
+    assert {"eval_app.tasks", "google.adk.evaluation.metric_evaluator_registry"} <= set(seen["modules"])
 
 
 def test_up_imports_adks_eval_engine_on_a_thread_once_its_first_page_is_served(monkeypatch, db):

@@ -10,9 +10,6 @@ from typing import Any
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 from django_tasks_db.management.commands.db_worker import Command as DatabaseWorkerCommand
 
-# The tasks this worker runs, imported here on the main thread before the warm starts: only one
-# thread imports modules at a time (`wait_for_engine`).
-import eval_app.tasks  # noqa: F401
 from eval_app.apps import warm_engine_in_background
 
 
