@@ -61,11 +61,18 @@ class HotFirstPool(Executor):
     went idle last, and waits in line only when all are busy.
 
     The threads are daemons: nothing waits for them at exit, as every caller
-    (`run`) has awaited its call by then.
+    (`run`) has awaited its call by then. A forked child starts with none
+    (a server forking its workers after a call), rather than with inboxes of
+    threads it does not have and, if a thread held the pool's lock at the
+    fork, a lock nothing will release.
     """
 
     def __init__(self, size: int, name: str) -> None:
         self._size, self._name = size, name
+        self._start_empty()
+        os.register_at_fork(after_in_child=self._start_empty)
+
+    def _start_empty(self) -> None:
         self._lock = threading.Lock()
         self._idle: list[queue.SimpleQueue] = []  # the idle threads' inboxes, the last to go idle on top
         self._waiting: collections.deque = collections.deque()  # calls no thread was free for

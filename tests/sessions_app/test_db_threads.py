@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import gc
+import os
+import signal
 import threading
 import weakref
 
@@ -76,3 +78,18 @@ def test_an_idle_thread_keeps_nothing_of_its_last_call_alive():
     del payload, future
     gc.collect()
     assert ref() is None
+
+
+def test_a_forked_child_starts_threads_of_its_own():
+    pool = HotFirstPool(2, "t")
+    assert pool.submit(lambda: 1).result(timeout=10) == 1  # a thread now idle, in this process only
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's exit code is the assertion
+        signal.alarm(10)  # a child stuck on a lock held at the fork dies of it
+        try:
+            ok = pool.submit(lambda: 2).result(timeout=10) == 2
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
