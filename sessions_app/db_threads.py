@@ -85,11 +85,12 @@ class HotFirstPool(Executor):
             if self._idle:
                 self._idle.pop().put(work)
             elif self._started < self._size:
-                self._started += 1
                 inbox: queue.SimpleQueue = queue.SimpleQueue()
                 inbox.put(work)
-                name = f"{self._name}_{self._started}"
+                name = f"{self._name}_{self._started + 1}"
+                # A thread that cannot start raises here, to the caller, and is not counted.
                 threading.Thread(target=self._serve, args=(inbox,), name=name, daemon=True).start()
+                self._started += 1
             else:
                 self._waiting.append(work)
         return future

@@ -93,3 +93,17 @@ def test_a_forked_child_starts_threads_of_its_own():
         os._exit(0 if ok else 1)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_thread_that_cannot_start_fails_its_call_and_is_not_counted(monkeypatch):
+    pool = HotFirstPool(1, "t")
+    start = threading.Thread.start
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError):
+        pool.submit(lambda: 1)
+    monkeypatch.setattr(threading.Thread, "start", start)
+    assert pool.submit(lambda: 2).result(timeout=10) == 2  # not left waiting for a thread it never had
