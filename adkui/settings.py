@@ -119,6 +119,13 @@ TEMPLATES = [
             ],
         },
     },
+    {
+        # The timeline's rows only, each page's most repeated markup (sessions_app/jinja_env.py).
+        "BACKEND": "django.template.backends.jinja2.Jinja2",
+        "DIRS": [BASE_DIR / "jinja2"],
+        "APP_DIRS": False,
+        "OPTIONS": {"environment": "sessions_app.jinja_env.environment"},
+    },
 ]
 
 

@@ -112,13 +112,13 @@ def render_updates(session: Session, updates: timeline.Updates) -> list[dict[str
     """Out-of-band swaps for rows a page may already show (see `timeline.Updates`),
     each with the metadata of the row it changes (None: several rows), so that a
     viewer gets only those for rows its filters show."""
-    template = "sessions_app/partials/row_updates.html"
     rendered = [
-        {"html": render_to_string(f"{template}#paired", {"session": session, "view": view}), "meta": view.meta()}
+        {"html": render_to_string("sessions_app/partials/row_paired.html", {"view": view}), "meta": view.meta()}
         for view in updates.answered
     ]
     if updates.rewound:
-        rendered.append({"html": render_to_string(f"{template}#rewound", {"seqs": updates.rewound}), "meta": None})
+        html = render_to_string("sessions_app/partials/row_rewound.html", {"seqs": updates.rewound})
+        rendered.append({"html": html, "meta": None})
     return rendered
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import markdown as md
 import nh3
 from django import template
+from django.template import engines
 from django.urls import get_resolver, get_script_prefix, get_urlconf, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -53,6 +54,13 @@ def _markdown_uncached(text: str) -> str:
         with _converters_lock:
             _idle_converters.append(converter)
     return nh3.clean(html, link_rel="noopener noreferrer nofollow")
+
+
+@register.simple_tag
+def jinja(name: str, **context: Any) -> SafeString:
+    """`{% include %}` for a template of the Jinja2 engine (the timeline's rows, jinja2/):
+    rendered with `context` alone, and HTML already (that engine escapes what it outputs)."""
+    return mark_safe(engines["jinja2"].get_template(name).render(context))  # noqa: S308
 
 
 @register.simple_tag

@@ -1,7 +1,6 @@
 """The inspector's fragments and pages, the trace page and the session totals."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -10,6 +9,7 @@ from django.urls import reverse
 
 from inspector_app import selectors, views
 from inspector_app.models import ModelCall, ToolCall
+from sessions_app import timeline
 from sessions_app.models import Event, Session
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
@@ -142,13 +142,15 @@ def test_the_session_totals_count_every_invocation_but_read_only_the_newest(reco
     assert "per invocation (3)" in html and html.count("data-invocation=") == 2 and "The 2 most recent shown." in html
 
 
-def test_the_timeline_snippets_render_for_agent_rows_only(recorded):
+def test_the_timeline_rows_link_the_inspector_for_agent_rows_only(recorded):
+    rows = list(Event.objects.filter(session=recorded).order_by("seq"))
+    html = {v.seq: render_to_string("sessions_app/partials/event_row.html", {"session": recorded, "view": v})
+            for v in timeline.views_for(recorded, rows)}
     reply = helper_events(recorded)[0]
-    view = SimpleNamespace(row=reply, seq=reply.seq, partial=False)
-    button = render_to_string("inspector_app/partials/inspect_button.html", {"session": recorded, "view": view})
-    assert reverse("inspector_app:event_inspector", args=[recorded.pk, reply.seq]) in button
-    assert 'hx-target="#side-dialog"' in button
-    user_view = SimpleNamespace(row=Event.objects.filter(session=recorded, author="user").first(), seq=1, partial=False)
-    assert render_to_string("inspector_app/partials/inspect_button.html", {"session": recorded, "view": user_view}).strip() == ""
-    link = render_to_string("inspector_app/partials/trace_link.html", {"session": recorded, "view": view})
-    assert reverse("inspector_app:invocation_trace", args=[recorded.pk, reply.invocation_id]) in link
+    inspect = f'hx-get="{reverse("inspector_app:event_inspector", args=[recorded.pk, reply.seq])}" hx-target="#side-dialog"'
+    assert inspect in html[reply.seq]
+    user = Event.objects.filter(session=recorded, author="user").first()
+    assert reverse("inspector_app:event_inspector", args=[recorded.pk, user.seq]) not in html[user.seq]
+    # The invocation's header, on its first row, links its trace.
+    first = min(r.seq for r in rows if r.invocation_id == reply.invocation_id)
+    assert reverse("inspector_app:invocation_trace", args=[recorded.pk, reply.invocation_id]) in html[first]

@@ -2,6 +2,7 @@
 the timeline rows that name their nodes, and the graph on the app and session pages."""
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
 
@@ -102,7 +103,7 @@ def test_the_session_page_draws_the_graph_with_counts_and_rows_name_their_nodes(
     assert re.search(r'data-node="trip_planner"[^>]*data-calls="3" data-seconds="3.250000"', graph_card)
     assert ">3 calls · 3.2 s</text>" in graph_card and ">1 call · 500 ms</text>" in graph_card
     row = re.search(r'<article id="event-10"[^>]*>', html).group(0)
-    keys = json.loads(re.search(r'data-node="([^"]*)"', row).group(1).replace("&quot;", '"'))
+    keys = json.loads(html_lib.unescape(re.search(r'data-node="([^"]*)"', row).group(1)))
     assert keys == ["get_weather", "plan_trip"] and 'data-took="0.500000"' in row
     user_row = re.search(r'<article id="event-1"[^>]*>', html).group(0)
     assert "data-node" not in user_row and "data-took" not in user_row

@@ -2,6 +2,8 @@
 with its response, a rewind marks the rows it undid. Over a real consumer."""
 from __future__ import annotations
 
+import html
+
 import pytest
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
@@ -39,7 +41,7 @@ async def test_the_response_pairs_the_call_row_the_page_shows(service, adk_sessi
     await service.append_event(session, response())
     frame = await comm.receive_from(timeout=5)
     assert 'id="event-2"' in frame and "to call weather" in frame
-    assert 'id="paired-1-0" hx-swap-oob="true">↳ response: {&quot;sky&quot;: &quot;snow&quot;}' in frame
+    assert 'id="paired-1-0" hx-swap-oob="true">↳ response: {"sky": "snow"}' in html.unescape(frame)
     await comm.disconnect()
 
 
