@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
+from django.template.loader import render_to_string
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
-from sessions_app import views
+from sessions_app import timeline, views
 from sessions_app.models import Session as SessionRow
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
@@ -198,3 +200,20 @@ def test_a_long_key_history_pages_by_its_older_changes_button(client, service, a
 def test_a_bad_key_history_position_is_a_400_naming_it(client, service, adk_session, before):
     response = client.get(f"/sessions/{row(adk_session).pk}/key-history/", {"key": "topic", "before": before})
     assert response.status_code == 400 and response.content.decode().startswith("before:")
+
+
+def test_a_row_missing_what_an_event_usually_has_renders_without_it(adk_session):
+    """The rows are Jinja2 templates (sessions_app/jinja_env.py): an attribute missing anywhere in a
+    chain (`view.event.actions.compaction`, here no `actions` at all) renders as nothing, as in
+    Django's templates, rather than failing the page."""
+    session = row(adk_session)
+    stored = session.events.order_by("seq").first()
+    view = timeline.EventView(row=stored, event=SimpleNamespace(error_message=None), parts=[], changes=[],
+                              new_invocation=True)
+    html = render_to_string("sessions_app/partials/event_row.html", {"view": view, "session": session})
+    assert f'<article id="event-{stored.seq}"' in html and "compaction" not in html
+
+
+def test_a_value_included_from_a_django_template_is_escaped_once():
+    html = render_to_string("sessions_app/partials/value.html", {"value": {"k": "<b>x</b>"}})
+    assert "<b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html and "&amp;lt;" not in html
