@@ -1,4 +1,4 @@
-"""The Jinja2 environment of the timeline's row templates (jinja2/sessions_app/partials/).
+"""The Jinja2 environment of the timeline's row templates (sessions_app/jinja2/sessions_app/partials/).
 
 A session page renders a row for each event it shows, the live push one for each event
 appended, a reconnecting page's catch-up up to hundreds: Django's template engine spent
