@@ -24,5 +24,5 @@ def environment(**options: Any) -> Environment:
         markdown=adkui.markdown, preview=adkui.preview, pretty=adkui.pretty, unix_time=adkui.unix_time,
         short_time=adkui.short_time, slugify=slugify,
     )
-    env.globals.update(row_url=adkui.row_url, fold_at=adkui.FOLD_AT)
+    env.globals.update(url=adkui.cached_url, fold_at=adkui.FOLD_AT)
     return env

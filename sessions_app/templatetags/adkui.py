@@ -64,9 +64,10 @@ def jinja(name: str, **context: Any) -> SafeString:
 
 
 @register.simple_tag
-def row_url(viewname: str, *args: Any) -> str:
-    """`{% url %}` for the links every timeline row repeats (the same few views,
-    the session's pk): each one reversed once per process, not once per row."""
+def cached_url(viewname: str, *args: Any) -> str:
+    """`{% url %}` for the links every page and timeline row repeats (the same few views, the
+    session's pk): each one reversed once per process, not each time (12 us a link against 46
+    for `{% url %}`, some 30 links a session page)."""
     return _reversed(get_resolver(get_urlconf()), get_script_prefix(), viewname, args)
 
 

@@ -109,14 +109,14 @@ def test_long_markdown_is_not_cached():
     assert adkui._markdown_html.cache_info().currsize == before
 
 
-def test_row_url_reverses_as_url_does_under_any_script_prefix():
-    assert adkui.row_url("sessions_app:session_state", 7) == reverse("sessions_app:session_state", args=[7])
+def test_cached_url_reverses_as_url_does_under_any_script_prefix():
+    assert adkui.cached_url("sessions_app:session_state", 7) == reverse("sessions_app:session_state", args=[7])
     try:
         set_script_prefix("/adkui/")
-        assert adkui.row_url("sessions_app:session_state", 7) == "/adkui/sessions/7/state/"
+        assert adkui.cached_url("sessions_app:session_state", 7) == "/adkui/sessions/7/state/"
     finally:
         set_script_prefix("/")
-    assert adkui.row_url("sessions_app:session_state", 7) == "/sessions/7/state/"
+    assert adkui.cached_url("sessions_app:session_state", 7) == "/sessions/7/state/"
 
 
 def test_row_links_on_the_page(client, service):
