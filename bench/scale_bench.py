@@ -539,13 +539,14 @@ def time_pages(client: Client, spec: Spec, eval_set: EvalSet, repeat: int) -> di
 
 
 def child_time_pages(args: argparse.Namespace, size: int, eval_set: EvalSet) -> dict[str, tuple[float, float]]:
-    """`time_pages` in a child process set up as the server's is: it imports `adkui.asgi`, which
-    loads every view and freezes what it loaded out of the garbage collector's sight, and on
-    PostgreSQL its requests borrow pooled connections, as the server's do with DEBUG=0 (this
-    process, DB_POOL=0, would open a connection a page). In this
-    process, which holds the bench's own data besides, each page paid for collections walking
-    some 280 000 objects the server never walks: 1.08 s of 240 page requests at 1 000 sessions
-    (0.06 s frozen), 4.5 ms a page on average."""
+    """`time_pages` in a child process set up as the server's is.
+
+    It imports `adkui.asgi`, which loads every view and freezes what it loaded out of the
+    garbage collector's sight: timed in this process, which holds the bench's own data besides,
+    each page paid for collections walking some 280 000 objects the server never walks (1.08 s
+    of 240 page requests at 1 000 sessions, 0.06 s frozen: 4.5 ms a page on average). And on
+    PostgreSQL its requests borrow pooled connections, as the server's do with DEBUG=0, where
+    this process (DB_POOL=0) would open a connection a page."""
     command = [sys.executable, __file__, "--pages-only", str(size), "--pages-eval-set", str(eval_set.pk),
                "--events", str(args.events), "--per-user", str(args.per_user), "--repeat", str(args.repeat)]
     if args.store:
