@@ -22,7 +22,7 @@ def environment(**options: Any) -> Environment:
     env = Environment(**options)
     env.filters.update(
         markdown=adkui.markdown, preview=adkui.preview, pretty=adkui.pretty, unix_time=adkui.unix_time,
-        short_time=adkui.short_time, slugify=slugify,
+        short_time=adkui.short_time, slugify=slugify, breakable=adkui.breakable,
     )
     env.globals.update(url=adkui.cached_url, fold_at=adkui.FOLD_AT)
     return env
