@@ -112,6 +112,8 @@ class Statements:
         self.for_update = " FOR UPDATE" if postgres else ""
 
     def execute(self, sql: str, params: tuple | list) -> None:
+        if self.db.queries_logged:  # DEBUG, or a test counting queries: seen as Django's own are
+            self._logged(sql, params)
         with self.db.wrap_database_errors:
             if self.sqlite:  # sqlite3's own execute: Django's subclass rewrites %s by regex on every call
                 sqlite3.Cursor.execute(self.raw, _qmarks(sql), params)
@@ -122,11 +124,18 @@ class Statements:
         if len(rows) == 1:  # psycopg's executemany opens a pipeline: for one row, more work than one statement
             self.execute(sql, rows[0])
             return
+        if self.db.queries_logged:
+            self._logged(sql, rows)
         with self.db.wrap_database_errors:
             if self.sqlite:
                 sqlite3.Cursor.executemany(self.raw, _qmarks(sql), rows)
             else:
                 self.raw.executemany(sql, rows)
+
+    def _logged(self, sql: str, params: Any) -> None:
+        # Django's debug cursor logs a statement's time too; a statement here is logged before it
+        # runs, as one (0.000 s), so that `CaptureQueriesContext` and DEBUG's list count it.
+        self.db.queries_log.append({"sql": f"{sql} -- {params!r}", "time": "0.000"})
 
     def fetchall(self) -> list[tuple]:
         with self.db.wrap_database_errors:

@@ -251,6 +251,22 @@ class SessionSignature(models.Model):
         return f"{self.signature:x}"
 
 
+def is_same_value_rewrite(old_value: Any, new_value: Any, existed_before: bool) -> bool:
+    """The key was written again with the value it had: stored (it is history), but no change.
+    Compared as JSON text, so 1 -> 1.0 or 1 -> true still count as changes."""
+    return (existed_before and new_value is not None
+            and json.dumps(old_value, sort_keys=True) == json.dumps(new_value, sort_keys=True))
+
+
+def change_kind(old_value: Any, new_value: Any, existed_before: bool) -> str:
+    """What a state change did, for its row's class and badge: cleared, rewrite, changed or added."""
+    if new_value is None:
+        return "cleared"
+    if is_same_value_rewrite(old_value, new_value, existed_before):
+        return "rewrite"
+    return "changed" if existed_before else "added"
+
+
 class StateChange(models.Model):
     """One key changed in one scope by one event (or by a session's initial state).
 
@@ -296,19 +312,11 @@ class StateChange(models.Model):
 
     @property
     def is_rewrite(self) -> bool:
-        """The key was written again with the value it had: stored (it is history), but no change.
-        Compared as JSON text, so 1 -> 1.0 or 1 -> true still count as changes."""
-        return (self.existed_before and self.new_value is not None
-                and json.dumps(self.old_value, sort_keys=True) == json.dumps(self.new_value, sort_keys=True))
+        return is_same_value_rewrite(self.old_value, self.new_value, self.existed_before)
 
     @cached_property
     def kind(self) -> str:
-        """What the change did, for its row's class and badge: cleared, rewrite, changed or added."""
-        if self.new_value is None:
-            return "cleared"
-        if self.is_rewrite:
-            return "rewrite"
-        return "changed" if self.existed_before else "added"
+        return change_kind(self.old_value, self.new_value, self.existed_before)
 
     def as_dict(self) -> dict[str, Any]:
         return {

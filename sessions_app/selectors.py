@@ -17,7 +17,9 @@ from adk_compat import compute_state_delta_for_rewind
 
 from . import _append_sql, _list_sql
 from .keys import SessionKey
-from .models import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState
+from .models import (
+    SCOPE_APP, SCOPE_PREFIXES, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState, change_kind,
+)
 from .sandbox import SEPARATOR
 from .scopes import merge_state, split_key
 
@@ -259,22 +261,43 @@ def _undo(state: dict[str, Any], later: QuerySet[StateChange]) -> None:
 _SCOPE_RANK = {scope: rank for rank, scope in enumerate(SCOPE_ORDER)}
 
 
-def _in_scope_order(changes: QuerySet[StateChange]) -> list[StateChange]:
-    """App, user, then session scope, each in change order. Sorted here, not by the database:
-    an event's few rows, and the ORM's compiling of a CASE to rank scopes cost more than the query."""
-    return sorted(changes, key=lambda change: (_SCOPE_RANK[change.scope], change.id))
+class Change(NamedTuple):
+    """A stored state change as the timeline shows it: its columns, not a model instance."""
+
+    id: int
+    event_id: int | None
+    scope: str
+    key: str
+    old_value: Any
+    new_value: Any
+    existed_before: bool
+
+    @property
+    def full_key(self) -> str:
+        return SCOPE_PREFIXES[self.scope] + self.key
+
+    @property
+    def kind(self) -> str:
+        return change_kind(self.old_value, self.new_value, self.existed_before)
 
 
-def changes_by_event(event_pks: list[int]) -> dict[int, list[StateChange]]:
+def _changes(**where: Any) -> list[Change]:
+    """App, user, then session scope, each in change order (sorted here: an event's few rows)."""
+    with connection.cursor() as cursor:
+        rows = _list_sql.change_columns(_append_sql.Statements(cursor), **where)
+    return sorted((Change(*row) for row in rows), key=lambda change: (_SCOPE_RANK[change.scope], change.id))
+
+
+def changes_by_event(event_pks: list[int]) -> dict[int, list[Change]]:
     """Each event's state changes (app, user, then session scope), for a page of events."""
-    grouped: dict[int, list[StateChange]] = defaultdict(list)
-    for change in _in_scope_order(StateChange.objects.filter(event_id__in=event_pks)):
+    grouped: dict[int, list[Change]] = defaultdict(list)
+    for change in _changes(event_pks=event_pks):
         grouped[change.event_id].append(change)
     return grouped
 
 
-def initial_changes(session: Session) -> list[StateChange]:
-    return _in_scope_order(StateChange.objects.filter(session=session, seq=0))
+def initial_changes(session: Session) -> list[Change]:
+    return _changes(initial_of=session.pk)
 
 
 def key_history(*, app: App, full_key: str, user_id: str | None = None, session: Session | None = None) -> QuerySet[StateChange]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 
 from sessions_app import selectors
-from sessions_app.models import App
+from sessions_app.models import App, StateChange
 from sessions_app.models import Session as SessionRow
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
@@ -74,6 +76,28 @@ def test_a_events_changes_and_a_new_sessions_come_app_then_user_then_session_eac
     assert [(c.scope, c.key) for c in changes] == [
         ("app", "a2"), ("app", "a1"), ("user", "u2"), ("user", "u1"), ("session", "s2"), ("session", "s1")]
     assert [c.id for c in changes if c.scope == "app"] == sorted(c.id for c in changes if c.scope == "app")
+
+
+def test_the_timelines_changes_read_as_plain_columns_match_the_stored_rows(service):
+    """`changes_by_event` reads columns in plain SQL, not model instances: each change keeps the
+    row's values (JSON of every shape, a cleared key's None) and the model's kind and full key."""
+    s = service.create_session_sync(app_name=APP, user_id="ann", state={"same": [1, {"a": None}], "gone": 1})
+    append(service, s, {"same": [1, {"a": None}], "gone": None, "user:n": 1.5, "app:s": "text", "new": {"k": True}})
+    row = SessionRow.objects.get(session_id=s.id)
+    event_pk = row.events.get(seq=1).pk
+    with CaptureQueriesContext(connection) as captured:
+        (changes,) = selectors.changes_by_event([event_pk]).values()
+    assert len(captured) == 1  # counted as Django's own statements are, for the query-count tests
+    stored = {c.pk: c for c in StateChange.objects.filter(event_id=event_pk)}
+    assert sorted(c.id for c in changes) == sorted(stored)
+    for change in changes:
+        model = stored[change.id]
+        assert (change.scope, change.key, change.old_value, change.new_value, change.existed_before) == (
+            model.scope, model.key, model.old_value, model.new_value, model.existed_before)
+        assert (change.kind, change.full_key) == (model.kind, model.full_key)
+    assert {c.full_key: c.kind for c in changes} == {
+        "same": "rewrite", "gone": "cleared", "user:n": "added", "app:s": "added", "new": "added"}
+    assert selectors.changes_by_event([]) == {}
 
 
 def test_current_state_splits_scopes_and_is_empty_where_a_scope_has_no_row(service):
