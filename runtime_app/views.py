@@ -202,7 +202,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     }
     if request.htmx and request.htmx.target == "timeline-section":
         return render(request, "runtime_app/session_detail.html#timeline_section", context)
-    context |= chat_context(session) | graph.session_context(session)
+    context |= chat_context(session) | graph.session_context(session) | {"forks": selectors.forks(session)}
     return render(request, "runtime_app/session_detail.html", context)
 
 

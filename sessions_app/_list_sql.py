@@ -14,10 +14,10 @@ from typing import Any, NamedTuple
 from pydantic_core import from_json
 
 from ._append_sql import Statements
-from .models import App, AppState, Event, Session, StateChange, UserState
+from .models import App, AppState, Event, Session, UserState
 
 _S, _A, _AS, _US = Session._meta.db_table, App._meta.db_table, AppState._meta.db_table, UserState._meta.db_table
-_E, _C = Event._meta.db_table, StateChange._meta.db_table
+_E = Event._meta.db_table
 
 SessionColumns = tuple[str, str, float, int, dict[str, Any]]  # session id, user id, update time, revision, own state
 
@@ -32,10 +32,6 @@ class SessionPosition(NamedTuple):
 
 def _state(text: str | None) -> dict[str, Any]:
     return from_json(text) if text else {}
-
-
-def _value(text: str | None) -> Any:
-    return from_json(text) if text is not None else None
 
 
 def shared_states(
@@ -171,21 +167,3 @@ def event_json(sql: Statements, *, session_pk: int, limit: int | None, after_tim
     sql.execute(f"SELECT data FROM {_E} WHERE {where} ORDER BY seq DESC{tail}", params)
     return [data for (data,) in sql.fetchall()]
 
-
-ChangeColumns = tuple[int, int | None, str, str, Any, Any, bool]  # id, event pk, scope, key, old, new, existed before
-
-
-def change_columns(sql: Statements, *, event_pks: list[int] | None = None, initial_of: int | None = None) -> list[ChangeColumns]:
-    """State changes of these events, or a session's initial state (of `initial_of`'s pk). A session page shows some 60 of them with its first events: as model
-    instances through the ORM they cost 0.9 ms of CPU, as columns 0.2."""
-    if event_pks is not None:
-        if not event_pks:
-            return []
-        where, params = f"event_id IN ({', '.join(['%s'] * len(event_pks))})", list(event_pks)
-    else:
-        where, params = "session_id = %s AND seq = 0", [initial_of]
-    sql.execute(
-        f'SELECT id, event_id, scope, "key", old_value, new_value, existed_before FROM {_C}'
-        f" WHERE {where}", params)
-    return [(pk, event, scope, key, _value(old), _value(new), bool(existed))
-            for pk, event, scope, key, old, new, existed in sql.fetchall()]

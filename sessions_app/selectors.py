@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from asgiref.sync import async_to_sync
 from django.db import connection
@@ -15,7 +16,7 @@ from google.adk.sessions import Session as AdkSession
 
 from adk_compat import compute_state_delta_for_rewind
 
-from . import _append_sql, _list_sql
+from . import _append_sql, _list_sql, _page_sql
 from .keys import SessionKey
 from .models import (
     SCOPE_APP, SCOPE_PREFIXES, SCOPE_SESSION, SCOPE_USER, App, AppState, Event, Session, StateChange, UserState, change_kind,
@@ -24,6 +25,7 @@ from .sandbox import SEPARATOR
 from .scopes import merge_state, split_key
 
 KINDS = ("text", "tool", "state", "error")
+T = TypeVar("T")
 SessionPosition = _list_sql.SessionPosition
 
 
@@ -281,10 +283,15 @@ class Change(NamedTuple):
         return change_kind(self.old_value, self.new_value, self.existed_before)
 
 
+def _plain(read: Callable[..., T], **arguments: Any) -> T:
+    """One of `_page_sql`'s reads, on this thread's connection."""
+    with connection.cursor() as cursor:
+        return read(_append_sql.Statements(cursor), **arguments)
+
+
 def _changes(**where: Any) -> list[Change]:
     """App, user, then session scope, each in change order (sorted here: an event's few rows)."""
-    with connection.cursor() as cursor:
-        rows = _list_sql.change_columns(_append_sql.Statements(cursor), **where)
+    rows = _plain(_page_sql.change_columns, **where)
     return sorted((Change(*row) for row in rows), key=lambda change: (_SCOPE_RANK[change.scope], change.id))
 
 
@@ -363,15 +370,17 @@ def resumable_invocation(session: Session) -> str | None:
     agent's, so no run there is left to resume, and a run unfinished before
     one still is.
     """
-    runs = Event.objects.filter(session=session).exclude(
-        author="user", invocation_id__startswith=STATE_UPDATE_INVOCATION_PREFIX
-    )
-    last = runs.order_by("-seq").values("invocation_id", "author", "is_final_response", "error_code").first()
-    if last is None or not last["invocation_id"]:
+    last = _plain(_page_sql.last_run_event, session_pk=session.pk, state_update_prefix=STATE_UPDATE_INVOCATION_PREFIX)
+    if last is None or not last.invocation_id:
         return None
-    if last["author"] == "user" or not last["is_final_response"] or last["error_code"]:
-        return last["invocation_id"]
+    if last.author == "user" or not last.is_final_response or last.error_code:
+        return last.invocation_id
     return None
+
+
+def forks(session: Session) -> list[_page_sql.Fork]:
+    """Sessions forked from this one (pk, id, the seq forked at), oldest first."""
+    return _plain(_page_sql.forks, session_pk=session.pk)
 
 
 def rewind_preview(session: Session, event: Event) -> dict[str, Any]:
@@ -585,7 +594,7 @@ def function_call_events(session: Session, invocation_ids: set[str]) -> list[Adk
 
 def rewound_ranges(session: Session) -> list[tuple[int, int]]:
     """(first undone seq, rewind's seq) of every rewind: the events each undid."""
-    rewinds = list(Event.objects.filter(session=session, rewind_before__isnull=False).values_list("seq", "rewind_before"))
+    rewinds = _plain(_page_sql.rewinds, session_pk=session.pk)
     if not rewinds:
         return []
     firsts = dict(

@@ -82,6 +82,19 @@ def test_fork_continues_the_history_up_to_an_event(client, demo):
     assert client.post(f"/sessions/{row.pk}/fork/", {"seq": "999"}).status_code == 404
 
 
+def test_the_source_session_page_links_its_forks_oldest_first(client, demo):
+    _, row = demo
+    client.post(f"/sessions/{row.pk}/fork/", {"seq": "1"})
+    client.post(f"/sessions/{row.pk}/fork/", {"seq": "0"})
+    first, second = SessionRow.objects.exclude(pk=row.pk).order_by("pk")
+    page = client.get(f"/sessions/{row.pk}/").content.decode()
+    forks = page[page.index('id="session-forks"'):]
+    assert "2 forks:" in forks
+    assert forks.index(f">{first.session_id}</a> at #1") < forks.index(f">{second.session_id}</a> at #0")
+    assert f'href="/sessions/{first.pk}/"' in forks
+    assert 'id="session-forks"' not in client.get(f"/sessions/{first.pk}/").content.decode()
+
+
 def test_fork_asks_first_in_the_page_showing_what_it_copies(client, demo):
     _, row = demo
     preview = client.get(f"/sessions/{row.pk}/fork/preview/", {"seq": "1"})
