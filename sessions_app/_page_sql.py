@@ -10,10 +10,16 @@ from typing import Any, NamedTuple
 
 from pydantic_core import from_json
 
+from django.db import models
+
 from ._append_sql import Statements
 from .models import Event, Session, StateChange
 
 _S, _E, _C = Session._meta.db_table, Event._meta.db_table, StateChange._meta.db_table
+
+_EVENT_FIELDS = Event._meta.concrete_fields
+_EVENT_COLUMNS = ", ".join(field.column for field in _EVENT_FIELDS)
+_EVENT_ATTNAMES = [field.attname for field in _EVENT_FIELDS]
 
 ChangeColumns = tuple[int, int | None, str, str, Any, Any, bool]  # id, event pk, scope, key, old, new, existed before
 
@@ -33,6 +39,27 @@ class LastRunEvent(NamedTuple):
 
 def _value(text: str | None) -> Any:
     return from_json(text) if text is not None else None
+
+
+def event_rows(sql: Statements, *, session_pk: int, before: int | None, limit: int) -> list[Event]:
+    """Up to `limit` events of the session before seq `before` (all when None), newest first:
+    model instances, each column converted as the ORM's converters would."""
+    where, params = "session_id = %s", [session_pk]
+    if before is not None:
+        where += " AND seq < %s"
+        params.append(before)
+    sql.execute(f"SELECT {_EVENT_COLUMNS} FROM {_E} WHERE {where} ORDER BY seq DESC LIMIT %s", [*params, limit])
+    alias = sql.db.alias
+    return [Event.from_db(alias, _EVENT_ATTNAMES, [_converted(field, value) for field, value in zip(_EVENT_FIELDS, row)])
+            for row in sql.fetchall()]
+
+
+def _converted(field: models.Field, value: Any) -> Any:
+    # JSON comes as text on both backends (see `_list_sql`); the drivers give the rest as the
+    # ORM would (Django's SQLite connection converts `bool` columns itself).
+    if value is not None and isinstance(field, models.JSONField):
+        return from_json(value)
+    return value
 
 
 def change_columns(sql: Statements, *, event_pks: list[int] | None = None, initial_of: int | None = None) -> list[ChangeColumns]:

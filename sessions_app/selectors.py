@@ -568,6 +568,8 @@ def _nulls_last(order: str) -> OrderBy:
 
 def event_rows_before(session: Session, *, before: int | None, filters: Filters, limit: int) -> list[Event]:
     """Up to `limit` events matching `filters` before seq `before` (all when None), newest first."""
+    if not filters.active:  # every session page's first read: in plain SQL (`_page_sql`)
+        return _plain(_page_sql.event_rows, session_pk=session.pk, before=before, limit=limit)
     events = filters.apply(Event.objects.filter(session=session))
     if before is not None:
         events = events.filter(seq__lt=before)

@@ -8,9 +8,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
+from google.genai import types
 
 from sessions_app import selectors
 from sessions_app.models import App, StateChange
+from sessions_app.models import Event as EventRow
 from sessions_app.models import Session as SessionRow
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks")]
@@ -98,6 +100,36 @@ def test_the_timelines_changes_read_as_plain_columns_match_the_stored_rows(servi
     assert {c.full_key: c.kind for c in changes} == {
         "same": "rewrite", "gone": "cleared", "user:n": "added", "app:s": "added", "new": "added"}
     assert selectors.changes_by_event([]) == {}
+
+
+def test_a_pages_events_read_in_plain_sql_equal_the_orms_rows(service):
+    """The unfiltered page (`_page_sql.event_rows`) builds model instances itself: every field as
+    the ORM converts it (JSON, booleans, NULLs), the same rows in the same order, before a seq too."""
+    s = service.create_session_sync(app_name=APP, user_id="ann")
+    call = types.Part(function_call=types.FunctionCall(id="c1", name="f", args={"n": [1, 2.5, None]}))
+    response = types.Part(function_response=types.FunctionResponse(id="c1", name="f", response={"error": "no"}))
+    for event in (
+        Event(author="user", invocation_id="i1", content=types.Content(role="user", parts=[types.Part(text="é ✓")])),
+        Event(author="agent", invocation_id="i1", content=types.Content(role="model", parts=[call])),
+        Event(author="agent", invocation_id="i1", content=types.Content(role="user", parts=[response])),
+        Event(author="agent", invocation_id="i1", error_code="BOOM", branch="a.b"),
+        Event(author="agent", invocation_id="i2", actions=EventActions(rewind_before_invocation_id="i1")),
+        Event(author="agent", invocation_id="i2", actions=EventActions(state_delta={"k": {"deep": True}})),
+    ):
+        service.append_event_sync(s, event)
+    row = SessionRow.objects.get(session_id=s.id)
+    names = [field.attname for field in EventRow._meta.concrete_fields]
+    fields = lambda events: [[(getattr(e, n), type(getattr(e, n))) for n in names] for e in events]  # noqa: E731
+    for before, limit in ((None, 13), (None, 3), (5, 2), (1, 5)):
+        plain = selectors.event_rows_before(row, before=before, filters=selectors.Filters(), limit=limit)
+        orm = EventRow.objects.filter(session=row, **({"seq__lt": before} if before else {})).order_by("-seq")[:limit]
+        assert fields(plain) == fields(orm), (before, limit)
+        assert all(not e._state.adding and e._state.db == "default" for e in plain)
+    assert [e.has_function_call for e in plain] == []  # before #1: nothing
+    top = selectors.event_rows_before(row, before=None, filters=selectors.Filters(), limit=13)
+    assert [(e.seq, e.has_function_call, e.has_function_response, e.has_error, e.error_code) for e in top[-4:]] == [
+        (4, False, False, True, "BOOM"), (3, False, True, True, None), (2, True, False, False, None),
+        (1, False, False, False, None)]
 
 
 def test_current_state_splits_scopes_and_is_empty_where_a_scope_has_no_row(service):
