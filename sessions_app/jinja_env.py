@@ -1,9 +1,10 @@
-"""The Jinja2 environment of the timeline's row templates (sessions_app/jinja2/sessions_app/partials/).
+"""The Jinja2 environment of the timeline's rows and the state panel (sessions_app/jinja2/.../partials/).
 
 A session page renders a row for each event it shows, the live push one for each event
 appended, a reconnecting page's catch-up up to hundreds: Django's template engine spent
 about 0.5 ms of CPU a row on its variable lookups, Jinja2's compiled templates a third of
-that. The rest of the pages stay Django templates; they include these with `{% jinja %}`.
+that; the state panel has a row a key, and renders with them. The rest of the pages stay
+Django templates; they include these with `{% jinja %}`.
 """
 from __future__ import annotations
 
