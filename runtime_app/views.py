@@ -25,7 +25,7 @@ from google.genai import types
 from sessions_app import page_tokens, selectors, services, timeline
 from sessions_app.forms import SessionCreateForm
 from sessions_app.models import App, Event, Session
-from sessions_app.views import HtmxHttpRequest, int_or_404
+from sessions_app.views import HtmxHttpRequest, int_or_404, session_or_404
 
 from . import agents, chat, graph, home, local_imports, runs
 from . import services as runtime_services
@@ -176,7 +176,7 @@ def _page_query(request: HtmxHttpRequest, param: str, sort: str, position: selec
 
 @require_GET
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    session = get_object_or_404(Session.objects.select_related("app"), pk=pk)
+    session = session_or_404(pk)
     filters = selectors.Filters.from_query(request.GET)
     # The address holds the view (?at= selected event, ?key= open key history, filters), so a link restores it.
     at = int_or_404(request.GET.get("at"))

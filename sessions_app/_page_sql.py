@@ -13,13 +13,14 @@ from pydantic_core import from_json
 from django.db import models
 
 from ._append_sql import Statements
-from .models import Event, Session, StateChange
+from .models import App, Event, Session, StateChange
 
-_S, _E, _C = Session._meta.db_table, Event._meta.db_table, StateChange._meta.db_table
+_S, _E, _C, _A = Session._meta.db_table, Event._meta.db_table, StateChange._meta.db_table, App._meta.db_table
 
 _EVENT_FIELDS = Event._meta.concrete_fields
 _EVENT_COLUMNS = ", ".join(field.column for field in _EVENT_FIELDS)
-_EVENT_ATTNAMES = [field.attname for field in _EVENT_FIELDS]
+_SESSION_FIELDS = Session._meta.concrete_fields
+_SESSION_COLUMNS = ", ".join(f"s.{field.column}" for field in _SESSION_FIELDS)
 
 ChangeColumns = tuple[int, int | None, str, str, Any, Any, bool]  # id, event pk, scope, key, old, new, existed before
 
@@ -41,25 +42,36 @@ def _value(text: str | None) -> Any:
     return from_json(text) if text is not None else None
 
 
+def session_row(sql: Statements, *, pk: int) -> Session | None:
+    """The session of this pk, with its app (pk and name; its other columns load if read)."""
+    sql.execute(f"SELECT {_SESSION_COLUMNS}, a.name FROM {_S} s JOIN {_A} a ON a.id = s.app_id WHERE s.id = %s", [pk])
+    rows = sql.fetchall()
+    if not rows:
+        return None
+    *columns, app_name = rows[0]
+    session = _instance(Session, sql.db.alias, _SESSION_FIELDS, columns)
+    session.app = App.from_db(sql.db.alias, ["id", "name"], [session.app_id, app_name])
+    return session
+
+
 def event_rows(sql: Statements, *, session_pk: int, before: int | None, limit: int) -> list[Event]:
-    """Up to `limit` events of the session before seq `before` (all when None), newest first:
-    model instances, each column converted as the ORM's converters would."""
+    """Up to `limit` events of the session before seq `before` (all when None), newest first."""
     where, params = "session_id = %s", [session_pk]
     if before is not None:
         where += " AND seq < %s"
         params.append(before)
     sql.execute(f"SELECT {_EVENT_COLUMNS} FROM {_E} WHERE {where} ORDER BY seq DESC LIMIT %s", [*params, limit])
-    alias = sql.db.alias
-    return [Event.from_db(alias, _EVENT_ATTNAMES, [_converted(field, value) for field, value in zip(_EVENT_FIELDS, row)])
-            for row in sql.fetchall()]
+    return [_instance(Event, sql.db.alias, _EVENT_FIELDS, row) for row in sql.fetchall()]
 
 
-def _converted(field: models.Field, value: Any) -> Any:
-    # JSON comes as text on both backends (see `_list_sql`); the drivers give the rest as the
-    # ORM would (Django's SQLite connection converts `bool` columns itself).
-    if value is not None and isinstance(field, models.JSONField):
-        return from_json(value)
-    return value
+def _instance(model: type[models.Model], alias: str, fields: Any, columns: Any) -> Any:
+    """A model instance from its columns, each converted as the ORM's converters would: JSON
+    comes as text on both backends (see `_list_sql`); the drivers give the rest as the ORM
+    would (Django's SQLite connection converts `bool` columns itself; these models keep
+    time as float, no `datetime`)."""
+    values = [from_json(value) if value is not None and isinstance(field, models.JSONField) else value
+              for field, value in zip(fields, columns)]
+    return model.from_db(alias, [field.attname for field in fields], values)
 
 
 def change_columns(sql: Statements, *, event_pks: list[int] | None = None, initial_of: int | None = None) -> list[ChangeColumns]:

@@ -378,6 +378,11 @@ def resumable_invocation(session: Session) -> str | None:
     return None
 
 
+def session_for_page(pk: int) -> Session | None:
+    """The session a page shows, its app's name with it; None: no such session."""
+    return _plain(_page_sql.session_row, pk=pk)
+
+
 def forks(session: Session) -> list[_page_sql.Fork]:
     """Sessions forked from this one (pk, id, the seq forked at), oldest first."""
     return _plain(_page_sql.forks, session_pk=session.pk)

@@ -27,10 +27,17 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
+def session_or_404(pk: int) -> Session:
+    session = selectors.session_for_page(pk)
+    if session is None:
+        raise Http404(f"No session #{pk}.")
+    return session
+
+
 @require_GET
 def session_events(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """"Load older": the page of events before `?before=`, with the next button."""
-    session = get_object_or_404(Session, pk=pk)
+    session = session_or_404(pk)
     before = int_or_404(request.GET.get("before"))
     views, has_older = timeline.page(session, before=before, filters=selectors.Filters.from_query(request.GET))
     context = {
@@ -42,7 +49,7 @@ def session_events(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def session_state(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    session = get_object_or_404(Session, pk=pk)
+    session = session_or_404(pk)
     seq = int_or_404(request.GET.get("seq"))
     if seq is not None and not (0 <= seq <= session.revision):
         raise Http404(f"Session {session.session_id!r} has no event #{seq}.")

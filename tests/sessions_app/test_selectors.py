@@ -132,6 +132,19 @@ def test_a_pages_events_read_in_plain_sql_equal_the_orms_rows(service):
         (1, False, False, False, None)]
 
 
+def test_the_session_a_page_shows_read_in_plain_sql_equals_the_orms_row(service):
+    s = service.create_session_sync(app_name=APP, user_id="ann", state={"k": [1, {"n": None}], "user:u": 1})
+    append(service, s, {"k": 2})
+    orm = SessionRow.objects.select_related("app").get(session_id=s.id)
+    plain = selectors.session_for_page(orm.pk)
+    names = [field.attname for field in SessionRow._meta.concrete_fields]
+    assert [(getattr(plain, n), type(getattr(plain, n))) for n in names] == [
+        (getattr(orm, n), type(getattr(orm, n))) for n in names]
+    assert (plain.app.pk, plain.app.name, plain.key) == (orm.app.pk, APP, orm.key)
+    assert plain.app.created_at == orm.app.created_at  # the app's other columns load when read
+    assert selectors.session_for_page(orm.pk + 1000) is None
+
+
 def test_current_state_splits_scopes_and_is_empty_where_a_scope_has_no_row(service):
     s = service.create_session_sync(app_name=APP, user_id="ann", state={"k": {"n": [1, 2]}, "user:lang": "en"})
     row = SessionRow.objects.get(session_id=s.id)
