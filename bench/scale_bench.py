@@ -437,16 +437,21 @@ def median_times(samples: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(w for w, _ in samples) * 1e3, statistics.median(c for _, c in samples) * 1e3
 
 
-async def timed(call: Callable[[int], Awaitable[Any]], repeat: int) -> tuple[float, float]:
-    """Median wall and CPU (process, all threads) milliseconds of `repeat` calls, after one
-    untimed call (every service's first call reads its pages from the disk's cache)."""
-    await call(-1)
-    samples = []
+async def timed_in_turn(calls: dict[str, Callable[[int], Awaitable[Any]]], repeat: int) -> dict[str, tuple[float, float]]:
+    """Median wall and CPU (process, all threads) milliseconds of `repeat` calls of each service,
+    the services taking turns call by call: a slow spell of the machine (seconds long on some
+    machines here, a call's time up by half) then falls on all of them alike, not on whichever
+    service's series it hit, so their ratios hold from run to run. One untimed call each first
+    (every service's first call reads its pages from the disk's cache)."""
+    for call in calls.values():
+        await call(-1)
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in calls}
     for i in range(repeat):
-        wall, cpu = time.perf_counter(), time.process_time()
-        await call(i)
-        samples.append((time.perf_counter() - wall, time.process_time() - cpu))
-    return median_times(samples)
+        for name, call in calls.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            await call(i)
+            samples[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+    return {name: median_times(taken) for name, taken in samples.items()}
 
 
 def app_repeat(repeat: int) -> int:
@@ -454,7 +459,8 @@ def app_repeat(repeat: int) -> int:
     return max(3, min(5, repeat // 3))
 
 
-async def time_service(service: BaseSessionService, spec: Spec, repeat: int, tag: str) -> dict[str, tuple[float, float]]:
+async def service_calls(service: BaseSessionService, spec: Spec, tag: str) -> dict[str, Callable[[int], Awaitable[Any]]]:
+    """The calls timed of a service, after warming it up as a server would be."""
     app, user, target = spec.app, spec.user(1), spec.session_id(1)
     recent = GetSessionConfig(num_recent_events=50)
     tag = f"{tag}-{RUN}"
@@ -481,16 +487,26 @@ async def time_service(service: BaseSessionService, spec: Spec, repeat: int, tag
         await service.append_event(appended, event)
 
     return {
-        "list_sessions (app)": await timed(lambda i: service.list_sessions(app_name=app), app_repeat(repeat)),
-        "list_sessions (user)": await timed(lambda i: service.list_sessions(app_name=app, user_id=user), repeat),
+        "list_sessions (app)": lambda i: service.list_sessions(app_name=app),
+        "list_sessions (user)": lambda i: service.list_sessions(app_name=app, user_id=user),
         # Of another user: the listed one keeps its --per-user sessions, run after run on a kept store.
-        "create_session": await timed(lambda i: service.create_session(
+        "create_session": lambda i: service.create_session(
             app_name=app, user_id=spec.user(2), session_id=f"new-{tag}-{i}", state={"a": i, "user:b": i, "app:c": i}),
-            repeat),
-        "get_session (recent 50)": await timed(
-            lambda i: service.get_session(app_name=app, user_id=user, session_id=target, config=recent), repeat),
-        "append_event": await timed(append, repeat),
+        "get_session (recent 50)": lambda i: service.get_session(app_name=app, user_id=user, session_id=target, config=recent),
+        "append_event": append,
     }
+
+
+async def time_services(stores: dict[str, BaseSessionService], spec: Spec, repeat: int) -> dict[str, dict[str, tuple[float, float]]]:
+    """Each call of every service (see `timed_in_turn`), warmed up first, all of them."""
+    calls = {name: await service_calls(service, spec, name[:3]) for name, service in stores.items()}
+    results: dict[str, dict[str, tuple[float, float]]] = {name: {} for name in stores}
+    for op in next(iter(calls.values())):
+        times = await timed_in_turn({name: of[op] for name, of in calls.items()},
+                                    app_repeat(repeat) if op == "list_sessions (app)" else repeat)
+        for name, taken in times.items():
+            results[name][op] = taken
+    return results
 
 
 def empty_session_pk(spec: Spec) -> int:
@@ -699,8 +715,8 @@ async def run(args: argparse.Namespace) -> None:
         await fill_adk(stores, spec, args.chunk, sqlite_path)
         await sync_to_async(analyze)()
         await verify(stores, spec)
-        results = {name: await time_service(service, spec, args.repeat, name[:3]) for name, service in stores.items()}
-        print_table(f"service calls at {size} sessions, median of {args.repeat} (list of the app: of {app_repeat(args.repeat)})",
+        results = await time_services(stores, spec, args.repeat)
+        print_table(f"service calls at {size} sessions, median of {args.repeat} (list of the app: of {app_repeat(args.repeat)}), the services in turn",
                     results)
         server = await sync_to_async(child_time_pages)(args, size, eval_set)
         print_table(f"server time at {size} sessions (Django test Client, DEBUG=0, a process started as the server)", {"ours": server})

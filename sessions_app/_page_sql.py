@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from pydantic_core import from_json
-
 from django.db import models
+from pydantic_core import from_json
 
 from ._append_sql import Statements
 from .models import App, Event, Session, StateChange
