@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import sqlite3
@@ -437,17 +438,24 @@ def median_times(samples: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(w for w, _ in samples) * 1e3, statistics.median(c for _, c in samples) * 1e3
 
 
-async def timed_in_turn(calls: dict[str, Callable[[int], Awaitable[Any]]], repeat: int) -> dict[str, tuple[float, float]]:
+async def timed_in_turn(calls: dict[str, Callable[[int], Awaitable[Any]]], repeat: int,
+                        *, warm: bool = True) -> dict[str, tuple[float, float]]:
     """Median wall and CPU (process, all threads) milliseconds of `repeat` calls of each service,
     the services taking turns call by call: a slow spell of the machine (seconds long on some
     machines here, a call's time up by half) then falls on all of them alike, not on whichever
-    service's series it hit, so their ratios hold from run to run. One untimed call each first
-    (every service's first call reads its pages from the disk's cache)."""
+    service's series it hit, so their ratios hold from run to run. With `warm`, each timed call
+    comes right after an untimed one of the same service, as in a server that runs only its
+    own: timed straight after another service's, a call found the processor's caches full of
+    that one's code and data (one user's list 0.49 -> 0.56 ms after ADK's SQLite service's).
+    One untimed call each first, whatever `warm` (every service's first call reads its pages
+    from the disk's cache)."""
     for call in calls.values():
         await call(-1)
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in calls}
     for i in range(repeat):
         for name, call in calls.items():
+            if warm:
+                await call(-2 - i)
             wall, cpu = time.perf_counter(), time.process_time()
             await call(i)
             samples[name].append((time.perf_counter() - wall, time.process_time() - cpu))
@@ -481,9 +489,12 @@ async def service_calls(service: BaseSessionService, spec: Spec, tag: str) -> di
     await asyncio.gather(*(service.append_event(session, Event(author="user", invocation_id="warm"))
                            for session in warm))
 
-    async def append(i: int) -> None:
-        event = spec.event(2, i)
-        event.id, event.timestamp = f"bench-{tag}-{i}", late + i
+    appends = itertools.count()
+
+    async def append(i: int) -> None:  # numbered in call order, warm-up calls too: the times only grow
+        n = next(appends)
+        event = spec.event(2, n)
+        event.id, event.timestamp = f"bench-{tag}-{n}", late + n
         await service.append_event(appended, event)
 
     return {
@@ -502,8 +513,9 @@ async def time_services(stores: dict[str, BaseSessionService], spec: Spec, repea
     calls = {name: await service_calls(service, spec, name[:3]) for name, service in stores.items()}
     results: dict[str, dict[str, tuple[float, float]]] = {name: {} for name in stores}
     for op in next(iter(calls.values())):
+        whole_app = op == "list_sessions (app)"  # long calls (seconds, ADK's at 100 000 sessions): no warm-up call
         times = await timed_in_turn({name: of[op] for name, of in calls.items()},
-                                    app_repeat(repeat) if op == "list_sessions (app)" else repeat)
+                                    app_repeat(repeat) if whole_app else repeat, warm=not whole_app)
         for name, taken in times.items():
             results[name][op] = taken
     return results
