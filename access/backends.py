@@ -1,15 +1,18 @@
 """Authentication backends: django-axes' login lockout, for logins that come with a request;
-and Django's model backend with its permissions read in one plain statement."""
+and Django's model backend with its user and permissions read in plain statements."""
 from __future__ import annotations
 
 from typing import Any
 
 from axes.backends import AxesStandaloneBackend
+from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 from django.http import HttpRequest
+
+import plain_sql
 
 
 class LoginLockoutBackend(AxesStandaloneBackend):
@@ -30,10 +33,24 @@ class LoginLockoutBackend(AxesStandaloneBackend):
 
 
 class RoleBackend(ModelBackend):
-    """Django's `ModelBackend`, reading a user's permissions (their own and their groups') in
-    one plain statement instead of two ORM queries: every page and API request asks for one
-    (`roles`), and building the ORM's join cost more than running it (0.65 ms of CPU a
-    request, against some 0.15)."""
+    """Django's `ModelBackend`, reading a request's user, and that user's permissions (their
+    own and their groups') in one statement instead of two, as plain SQL rather than ORM
+    queries: every page and API request asks for both (`roles`), and building the ORM's
+    queries cost more than running them (the permissions' join 0.65 ms of CPU a request,
+    against some 0.15)."""
+
+    def get_user(self, user_id: Any) -> Any:
+        """`ModelBackend.get_user` (the user of every request with a login), its query a plain
+        statement: the ORM's cost 0.6 ms of CPU on PostgreSQL, the statement 0.15."""
+        model = get_user_model()
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {plain_sql.columns(model)} FROM {model._meta.db_table}"
+                           f" WHERE {model._meta.pk.column} = %s", [model._meta.pk.to_python(user_id)])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        user = plain_sql.instance(model, connection.alias, row)
+        return user if self.user_can_authenticate(user) else None
 
     def get_all_permissions(self, user_obj: Any, obj: Any = None) -> set[str]:
         if not user_obj.is_active or user_obj.is_anonymous or obj is not None:

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from django.db import models
 from pydantic_core import from_json
+
+import plain_sql
 
 from ._append_sql import Statements
 from .models import App, Event, Session, StateChange
 
 _S, _E, _C, _A = Session._meta.db_table, Event._meta.db_table, StateChange._meta.db_table, App._meta.db_table
 
-_EVENT_FIELDS = Event._meta.concrete_fields
-_EVENT_COLUMNS = ", ".join(field.column for field in _EVENT_FIELDS)
-_SESSION_FIELDS = Session._meta.concrete_fields
-_SESSION_COLUMNS = ", ".join(f"s.{field.column}" for field in _SESSION_FIELDS)
+_EVENT_COLUMNS, _SESSION_COLUMNS = plain_sql.columns(Event), plain_sql.columns(Session, "s")
+# The biggest value of a big integer column (ids, sequence numbers). A number from an address
+# beyond it matches no row and bounds no range, as the ORM's lookups take it: the drivers
+# refuse to bind it.
+_BIGGEST = 2**63 - 1
 
 ChangeColumns = tuple[int, int | None, str, str, Any, Any, bool]  # id, event pk, scope, key, old, new, existed before
 
@@ -43,12 +45,14 @@ def _value(text: str | None) -> Any:
 
 def session_row(sql: Statements, *, pk: int) -> Session | None:
     """The session of this pk, with its app (pk and name; its other columns load if read)."""
+    if not 0 < pk <= _BIGGEST:
+        return None
     sql.execute(f"SELECT {_SESSION_COLUMNS}, a.name FROM {_S} s JOIN {_A} a ON a.id = s.app_id WHERE s.id = %s", [pk])
     rows = sql.fetchall()
     if not rows:
         return None
     *columns, app_name = rows[0]
-    session = _instance(Session, sql.db.alias, _SESSION_FIELDS, columns)
+    session = plain_sql.instance(Session, sql.db.alias, columns)
     session.app = App.from_db(sql.db.alias, ["id", "name"], [session.app_id, app_name])
     return session
 
@@ -56,21 +60,13 @@ def session_row(sql: Statements, *, pk: int) -> Session | None:
 def event_rows(sql: Statements, *, session_pk: int, before: int | None, limit: int) -> list[Event]:
     """Up to `limit` events of the session before seq `before` (all when None), newest first."""
     where, params = "session_id = %s", [session_pk]
-    if before is not None:
+    if before is not None and before <= 0:
+        return []  # no event before #0
+    if before is not None and before <= _BIGGEST:
         where += " AND seq < %s"
         params.append(before)
     sql.execute(f"SELECT {_EVENT_COLUMNS} FROM {_E} WHERE {where} ORDER BY seq DESC LIMIT %s", [*params, limit])
-    return [_instance(Event, sql.db.alias, _EVENT_FIELDS, row) for row in sql.fetchall()]
-
-
-def _instance(model: type[models.Model], alias: str, fields: Any, columns: Any) -> Any:
-    """A model instance from its columns, each converted as the ORM's converters would: JSON
-    comes as text on both backends (see `_list_sql`); the drivers give the rest as the ORM
-    would (Django's SQLite connection converts `bool` columns itself; these models keep
-    time as float, no `datetime`)."""
-    values = [from_json(value) if value is not None and isinstance(field, models.JSONField) else value
-              for field, value in zip(fields, columns)]
-    return model.from_db(alias, [field.attname for field in fields], values)
+    return [plain_sql.instance(Event, sql.db.alias, row) for row in sql.fetchall()]
 
 
 def change_columns(sql: Statements, *, event_pks: list[int] | None = None, initial_of: int | None = None) -> list[ChangeColumns]:

@@ -6,6 +6,7 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group, Permission, User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from access.backends import RoleBackend
 
@@ -64,3 +65,29 @@ def test_a_removed_role_is_gone_at_the_next_request(users: dict[str, User]) -> N
     assert _fresh(user).has_perm("access.view")
     user.groups.clear()
     assert not _fresh(user).has_perm("access.view")
+
+
+def test_a_requests_user_is_the_one_djangos_model_backend_gives(users: dict[str, User]) -> None:
+    """`RoleBackend.get_user` reads the user in a plain statement (`plain_sql`): every column as
+    the ORM converts it (aware datetimes, booleans), the inactive refused, an unknown id None."""
+    user = users["both"]
+    User.objects.filter(pk=user.pk).update(last_login=timezone.now(), first_name="Zoë")
+    names = [field.attname for field in User._meta.concrete_fields]
+    for name, one in users.items():
+        ours, djangos = RoleBackend().get_user(one.pk), ModelBackend().get_user(one.pk)
+        if djangos is None:
+            assert ours is None, name
+            continue
+        assert [(getattr(ours, n), type(getattr(ours, n))) for n in names] == [
+            (getattr(djangos, n), type(getattr(djangos, n))) for n in names], name
+        assert not ours._state.adding and ours._state.db == "default"
+    assert RoleBackend().get_user(users["inactive"].pk) is None
+    assert RoleBackend().get_user(max(u.pk for u in users.values()) + 1) is None
+    assert timezone.is_aware(RoleBackend().get_user(user.pk).last_login)
+
+
+def test_a_logged_in_page_reads_its_user_through_the_plain_statement(client, users: dict[str, User]) -> None:
+    client.force_login(users["both"])
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/").status_code == 200
+    assert any(q["sql"].startswith("SELECT id, password, last_login") for q in queries)

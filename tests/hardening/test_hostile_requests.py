@@ -114,6 +114,11 @@ HOSTILE = [
     Hostile("state seq past the end", "GET", SESSION_API + "/state?seq=99999", expect=(404,)),
     Hostile("limit too large", "GET", EVENTS_API + "?limit=1000000", names="limit"),
     Hostile("page of a missing session", "GET", "/sessions/999999/", expect=(404,)),
+    # Past a big integer: the plain statements of a session page (`_page_sql`) would not bind it.
+    Hostile("page of a session past any id", "GET", "/sessions/99999999999999999999/", expect=(404,)),
+    Hostile("state panel of a session past any id", "GET", "/sessions/99999999999999999999/state/", expect=(404,)),
+    Hostile("older events before a seq past any", "GET", "/sessions/{pk}/events/?before=99999999999999999999",
+            expect=(200,)),
     Hostile("time travel to a word", "GET", "/sessions/{pk}/?at=abc", expect=(404,)),
     # ---- session create and state
     Hostile("state with NUL", "POST", f"/api/apps/{APP}/users/{USER}/sessions",

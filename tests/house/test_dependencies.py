@@ -6,12 +6,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # Top to bottom. `adkui` is configuration; `adk_compat` holds ADK's private names; `lazy_imports`
-# what is imported on first use rather than at start-up.
+# what is imported on first use rather than at start-up; `plain_sql` model instances from plain statements.
 LAYERS = ["adkui", "runtime_app", "eval_app", "inspector_app", "memory_app", "sessions_app", "access", "adk_compat",
-          "lazy_imports"]
+          "lazy_imports", "plain_sql"]
 # Apps on one level may not import each other either.
 LEVEL = {"adkui": 0, "runtime_app": 1, "eval_app": 2, "inspector_app": 2, "memory_app": 2,
-         "sessions_app": 3, "access": 4, "adk_compat": 4, "lazy_imports": 4}
+         "sessions_app": 3, "access": 4, "adk_compat": 4, "lazy_imports": 4, "plain_sql": 5}
 
 
 def _modules() -> dict[str, Path]:
