@@ -166,4 +166,3 @@ def event_json(sql: Statements, *, session_pk: int, limit: int | None, after_tim
         params.append(limit)
     sql.execute(f"SELECT data FROM {_E} WHERE {where} ORDER BY seq DESC{tail}", params)
     return [data for (data,) in sql.fetchall()]
-

@@ -59,9 +59,9 @@ def session_row(sql: Statements, *, pk: int) -> Session | None:
 
 def event_rows(sql: Statements, *, session_pk: int, before: int | None, limit: int) -> list[Event]:
     """Up to `limit` events of the session before seq `before` (all when None), newest first."""
-    where, params = "session_id = %s", [session_pk]
     if before is not None and before <= 0:
         return []  # no event before #0
+    where, params = "session_id = %s", [session_pk]
     if before is not None and before <= _BIGGEST:
         where += " AND seq < %s"
         params.append(before)

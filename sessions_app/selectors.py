@@ -224,8 +224,7 @@ class ScopedState:
 
 
 def current_state(session: Session) -> ScopedState:
-    with connection.cursor() as cursor:
-        app, user = _list_sql.shared_of(_append_sql.Statements(cursor), app_pk=session.app_id, user_id=session.user_id)
+    app, user = _plain(_list_sql.shared_of, app_pk=session.app_id, user_id=session.user_id)
     return ScopedState(app=app, user=user, session=dict(session.state))
 
 
@@ -284,7 +283,7 @@ class Change(NamedTuple):
 
 
 def _plain(read: Callable[..., T], **arguments: Any) -> T:
-    """One of `_page_sql`'s reads, on this thread's connection."""
+    """One plain-SQL read of `_list_sql` or `_page_sql`, on this thread's connection."""
     with connection.cursor() as cursor:
         return read(_append_sql.Statements(cursor), **arguments)
 
