@@ -120,7 +120,7 @@ TEMPLATES = [
         },
     },
     {
-        # The timeline's rows only, each page's most repeated markup (sessions_app/jinja_env.py),
+        # The timeline's rows and the state panel, a session page's most repeated markup (sessions_app/jinja_env.py),
         # in sessions_app/jinja2/: a jinja2/ folder at the root would be a namespace package on sys.path.
         "BACKEND": "django.template.backends.jinja2.Jinja2",
         "DIRS": [],

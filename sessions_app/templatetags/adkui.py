@@ -58,7 +58,7 @@ def _markdown_uncached(text: str) -> str:
 
 @register.simple_tag
 def jinja(name: str, **context: Any) -> SafeString:
-    """`{% include %}` for a template of the Jinja2 engine (the timeline's rows, sessions_app/jinja2/):
+    """`{% include %}` for a template of the Jinja2 engine (the timeline's rows, the state panel: sessions_app/jinja2/):
     rendered with `context` alone, and HTML already (that engine escapes what it outputs)."""
     return mark_safe(engines["jinja2"].get_template(name).render(context))  # noqa: S308
 
