@@ -140,8 +140,9 @@ def bulk_fill(generated: GeneratedApp, indexes: range, *, batch: int = 500, defe
             cursor.execute("SET LOCAL maintenance_work_mem = '512MB'")
             for definition in definitions:
                 cursor.execute(definition)
-        return
-    _bulk_fill(generated, indexes, batch)
+    else:
+        _bulk_fill(generated, indexes, batch)
+    _after_bulk_load()
 
 
 def _drop_indexes(cursor: Any) -> list[str]:
@@ -168,11 +169,23 @@ def _bulk_fill(generated: GeneratedApp, indexes: range, batch: int) -> None:
             for s in chunk:
                 _session_rows(generated, s, app, ids, scopes, rows)
             _write(cursor, app, scopes, rows, ids)
-    # Planner statistics, as after any bulk load: SQLite keeps none until asked, and without them it
-    # counts "needs attention" through the errors index rather than the partial one made for it.
+
+
+def _after_bulk_load() -> None:
+    """What a database wants after any bulk load. Planner statistics: SQLite keeps none until
+    asked, and without them it counts "needs attention" through the errors index rather than the
+    partial one made for it. On PostgreSQL a VACUUM besides (it cannot run inside a transaction, so
+    not within one, as in a test's): it marks the new rows' pages all-visible, so counts answer
+    from an index alone rather than read every row too; until autovacuum came round (never, on a
+    server with it off), the home page's count of each app's sessions read the whole session table
+    once per app: at 100 000 sessions 233 -> 57 ms."""
+    tables = [model._meta.db_table for model in (Session, EventRow, StateChange, UserState)]
     with connection.cursor() as cursor:
-        for model in (Session, EventRow, StateChange, UserState):
-            cursor.execute(f"ANALYZE {model._meta.db_table}")
+        if connection.vendor == "postgresql" and not connection.in_atomic_block:
+            cursor.execute(f"VACUUM (ANALYZE) {', '.join(tables)}")
+            return
+        for table in tables:
+            cursor.execute(f"ANALYZE {table}")
 
 
 def _lock_tables(cursor: Any) -> None:

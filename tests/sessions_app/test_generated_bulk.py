@@ -82,3 +82,35 @@ def test_the_ids_go_on_from_the_bulk_builders():
     bulk_events = Event.objects.filter(session__app__name="via_bulk").values_list("pk", flat=True)
     assert Session.objects.get(app__name="after").pk == max(bulk_sessions) + 1
     assert Event.objects.get(session__app__name="after").pk == max(bulk_events) + 1
+
+
+def _statistics_kept(table: str) -> bool:
+    """The planner has statistics of `table`, and on PostgreSQL its pages are marked all-visible
+    (a flush between tests truncates the tables, which starts them unmarked)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT relallvisible > 0 FROM pg_class WHERE relname = %s", [table])
+            return bool(cursor.fetchone()[0])
+        if "sqlite_stat1" not in connection.introspection.table_names(cursor):
+            return False
+        cursor.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = %s", [table])
+        return cursor.fetchone()[0] > 0
+
+
+def _forget_statistics() -> None:
+    """SQLite keeps an earlier test's statistics through the flush between tests."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite" and "sqlite_stat1" in connection.introspection.table_names(cursor):
+            cursor.execute("DELETE FROM sqlite_stat1")
+
+
+@pytest.mark.parametrize("defer_indexes", [False, True])
+def test_a_bulk_load_leaves_the_tables_analyzed_and_on_postgresql_vacuumed(defer_indexes):
+    """Counts then answer from an index alone (the home page's per-app counts read the whole session
+    table once per app on a just-loaded PostgreSQL store whose autovacuum had not come round)."""
+    tables = [model._meta.db_table for model in (Session, Event, StateChange, UserState)]
+    _forget_statistics()
+    fill(GeneratedApp("before", 2, 1, 2), range(2))  # rows on every table, neither analyzed nor vacuumed
+    assert not any(_statistics_kept(table) for table in tables)
+    bulk_fill(GeneratedApp("via_bulk", 3, 2, 2), range(3), defer_indexes=defer_indexes)
+    assert all(_statistics_kept(table) for table in tables)
