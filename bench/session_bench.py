@@ -19,7 +19,9 @@ the machine, CPU time still measures the service.
 
 --writers N (default 8; 0 skips) then appends to N sessions at once, one
 coroutine each, --events in all, and prints each service's total appends/s,
-and ours against one writer of ours timed right after.
+and ours against one writer of ours timed right after; with how busy each run
+kept our process and (on Linux) the whole machine, and from one writer's figures
+the most more writers could give on this machine (its "ceiling").
 
 Then the floors, measured in the same run: our appends called without the
 thread hop (`append_event_sync`, all in one worker thread), which is what an
@@ -51,6 +53,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,7 +126,26 @@ async def time_appends(service: BaseSessionService, n: int) -> tuple[str, float,
     return session.id, n / (time.perf_counter() - start), (time.process_time() - cpu) / n * 1e6
 
 
-async def time_concurrent_appends(service: BaseSessionService, writers: int, n: int) -> float:
+def machine_busy_seconds() -> float | None:
+    """CPU seconds the whole machine has spent busy since boot, all cores (Linux's /proc/stat; None elsewhere)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")  # user..steal; guest time is inside user
+
+
+@dataclass
+class WritersRun:
+    """Concurrent appends: their rate, and how busy they kept our process and the machine."""
+
+    appends_per_s: float
+    process_cores: float  # CPU seconds of this process (every thread) a second
+    machine_cores: float | None  # busy CPU seconds of the whole machine a second (the database server's too)
+
+
+async def time_concurrent_appends(service: BaseSessionService, writers: int, n: int) -> WritersRun:
     """Total appends per second of `writers` sessions appended at once, `n` events in all."""
     sessions = [await service.create_session(app_name=APP, user_id=f"{USER}-{w}") for w in range(writers)]
     per_writer = n // writers
@@ -132,9 +154,38 @@ async def time_concurrent_appends(service: BaseSessionService, writers: int, n: 
         for i in range(per_writer):
             await service.append_event(session, make_event(i))
 
-    start = time.perf_counter()
+    start, cpu, busy = time.perf_counter(), time.process_time(), machine_busy_seconds()
     await asyncio.gather(*(write(session) for session in sessions))
-    return per_writer * writers / (time.perf_counter() - start)
+    wall = time.perf_counter() - start
+    busy_after = machine_busy_seconds()
+    machine = None if busy is None or busy_after is None else (busy_after - busy) / wall
+    return WritersRun(per_writer * writers / wall, (time.process_time() - cpu) / wall, machine)
+
+
+async def machine_busy_now(seconds: float = 1.0) -> float | None:
+    """Busy cores of the whole machine over `seconds` of this process sleeping (others' work)."""
+    before = machine_busy_seconds()
+    await asyncio.sleep(seconds)
+    after = machine_busy_seconds()
+    return None if before is None or after is None else (after - before) / seconds
+
+
+def writers_ceiling(one: WritersRun, background: float | None) -> str:
+    """How far more writers could take one writer's rate on this machine, from how busy one keeps it.
+
+    Our process runs its Python one thread at a time (the drivers' C code aside), so writers in
+    it cannot pass 1 / (the cores one writer keeps it busy) times one writer; nor can anything
+    pass the machine's cores left by its other work (`background`, measured just before) over
+    the cores one writer adds to that (the database server's work for it included)."""
+    text = (f"one writer keeps our process {one.process_cores:.2f} of a core busy"
+            f" (more writers <= {1 / one.process_cores:.1f}x)")
+    if one.machine_cores is None or background is None:
+        return text
+    cores, added = os.cpu_count() or 1, one.machine_cores - background
+    if cores - background < 0.5 or added < 0.05:
+        return text + f"; the machine was busy with other work ({background:.2f} of {cores} cores): no ceiling of its"
+    return text + (f" and adds {added:.2f} busy cores to the machine's {background:.2f} of {cores}"
+                   f" (<= {(cores - background) / added:.1f}x)")
 
 
 async def time_read(service: BaseSessionService, session_id: str, repeat: int, recent: int | None) -> float:
@@ -319,18 +370,23 @@ async def run(args: argparse.Namespace) -> None:
     if args.writers:
         for name, service in services.items():
             try:
-                rate = await time_concurrent_appends(service, args.writers, args.events)
+                run = await time_concurrent_appends(service, args.writers, args.events)
             except Exception as exc:  # e.g. ADK's DatabaseSessionService on SQLite: "database is locked"
                 results[name]["concurrent_appends_per_s"] = 0.0
                 print(f"{name:28s} {args.writers} writers at once: failed: {type(exc).__name__}: "
                       f"{str(exc).splitlines()[0][:100]}")
                 continue
-            results[name]["concurrent_appends_per_s"] = rate
-            print(f"{name:28s} {args.writers} writers at once: {rate:9.0f} appends/s in all")
+            results[name]["concurrent_appends_per_s"] = run.appends_per_s
+            print(f"{name:28s} {args.writers} writers at once: {run.appends_per_s:9.0f} appends/s in all"
+                  f" (our process {run.process_cores:.2f} cores busy"
+                  + ("" if run.machine_cores is None else f", the machine {run.machine_cores:.2f}") + ")")
         # One writer again, right after: a shared machine's commit latency drifts in minutes,
         # so the scaling figure compares runs made back to back.
         ours = services["DjangoSessionService"]
-        results["DjangoSessionService"]["one_writer_appends_per_s"] = await time_concurrent_appends(ours, 1, args.events)
+        background = await machine_busy_now()
+        one = await time_concurrent_appends(ours, 1, args.events)
+        results["DjangoSessionService"]["one_writer_appends_per_s"] = one.appends_per_s
+        ceiling = writers_ceiling(one, background)
 
     floors = await print_floors(services["DjangoSessionService"], results["DjangoSessionService"]["session"], args)
     floors |= await print_budget(
@@ -359,6 +415,7 @@ async def run(args: argparse.Namespace) -> None:
         print(f"{args.writers} writers at once  {'   '.join(ratios) or '(no ADK service finished)'}   "
               f"vs our one writer just after: {ours['concurrent_appends_per_s'] / ours['one_writer_appends_per_s']:.1f}x "
               f"(target on PostgreSQL >= 4x, on SQLite >= 1x)")
+        print(f"writers' ceiling   {ceiling}")
     print(f"full read time     vs ADK Sqlite: {ours['full_read_ms'] / sqlite_['full_read_ms']:.2f}   "
           f"vs ADK Database: {ours['full_read_ms'] / db_['full_read_ms']:.2f}   (target <= 0.33)")
     print(f"floors             vs ADK Sqlite: appends without the hop {floors['appends_per_s_no_hop'] / sqlite_['appends_per_s']:.1f}x   "
