@@ -31,7 +31,8 @@ median wall time and process CPU time (all threads) of --repeat calls; and
 the server time (Django test Client, DEBUG=0, a logged-in editor, in a child
 process started as the server is: `adkui.asgi` imported) of the home
 page, the app page (default, sorted by health, "needs attention", one user),
-a session page and its artifacts panel, search, key history, the eval set's
+a session page and its artifacts panel, search, key history (a `user:` and an
+`app:` key), the state as of a session's first event, the eval set's
 history and its newest run, and the API's session lists (ADK's and paged) and
 artifact list.
 
@@ -547,6 +548,10 @@ def pages(spec: Spec, eval_set: EvalSet) -> dict[str, str]:
         "its artifacts panel": reverse("memory_app:artifacts_panel", args=[pk]),
         "search": f"/apps/{app}/search/?q=answer",
         "key history (user: key)": f"/sessions/{pk}/key-history/?key=user:turns",
+        # An `app:` key every event of every session changes, and an early event's state: all of
+        # the store's changes come after it.
+        "key history (app: key)": f"/sessions/{pk}/key-history/?key=app:appends",
+        "state as of its first event": f"/sessions/{pk}/state/?seq=1",
         "eval set's history": f"/evals/sets/{eval_set.pk}/",
         "its newest run": f"/evals/runs/{newest_run.pk}/",
         "API session list (ADK's)": f"/api/apps/{app}/users/{user}/sessions",

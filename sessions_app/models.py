@@ -295,7 +295,12 @@ class StateChange(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["session", "seq"], name="change_session_seq"),
-            models.Index(fields=["app", "scope", "key", "user_id"], name="change_key_history"),
+            # A key's changes in order: an `app:` key's whoever wrote them, a `user:` key's of one
+            # user. Its history newest first and, for the state as of an event, its first change
+            # after that event are read off these, not out of every change of the app or user
+            # since (at 10 million events an `app:` key's history took 22 s, a state as of 4 s).
+            models.Index(fields=["app", "scope", "key", "user_id", "id"], name="change_key_history"),
+            models.Index(fields=["app", "scope", "key", "id"], name="change_key_order"),
             models.Index(fields=["app", "scope", "user_id", "id"], name="change_scope_order"),
         ]
 
