@@ -157,17 +157,20 @@ async def time_concurrent_appends(service: BaseSessionService, writers: int, n: 
     start, cpu, busy = time.perf_counter(), time.process_time(), machine_busy_seconds()
     await asyncio.gather(*(write(session) for session in sessions))
     wall = time.perf_counter() - start
+    return WritersRun(per_writer * writers / wall, (time.process_time() - cpu) / wall, busy_cores(busy, wall))
+
+
+def busy_cores(busy_before: float | None, seconds: float) -> float | None:
+    """Busy cores of the whole machine on average over the `seconds` since it read `busy_before`."""
     busy_after = machine_busy_seconds()
-    machine = None if busy is None or busy_after is None else (busy_after - busy) / wall
-    return WritersRun(per_writer * writers / wall, (time.process_time() - cpu) / wall, machine)
+    return None if busy_before is None or busy_after is None else (busy_after - busy_before) / seconds
 
 
 async def machine_busy_now(seconds: float = 1.0) -> float | None:
     """Busy cores of the whole machine over `seconds` of this process sleeping (others' work)."""
     before = machine_busy_seconds()
     await asyncio.sleep(seconds)
-    after = machine_busy_seconds()
-    return None if before is None or after is None else (after - before) / seconds
+    return busy_cores(before, seconds)
 
 
 def writers_ceiling(one: WritersRun, background: float | None) -> str:

@@ -254,11 +254,13 @@ def state_as_of(session: Session, seq: int) -> ScopedState:
     return state
 
 
-def _undo(state: dict[str, Any], later: QuerySet[StateChange], *, first_of_each: bool = False) -> None:
-    """Each key changed in `later` set back to its value before the first of those changes
-    (`first_of_each`: `later` holds only those first changes already)."""
-    firsts = later if first_of_each else StateChange.objects.filter(
-        id__in=later.values("key").annotate(first=Min("id")).values("first"))
+def _undo(state: dict[str, Any], later: QuerySet[StateChange]) -> None:
+    """Each key changed in `later` set back to its value before the first of those changes."""
+    _set_back(state, StateChange.objects.filter(id__in=later.values("key").annotate(first=Min("id")).values("first")))
+
+
+def _set_back(state: dict[str, Any], firsts: QuerySet[StateChange]) -> None:
+    """Each key of `firsts` (one change a key) set back to its value before that change."""
     for key, old, existed in firsts.values_list("key", "old_value", "existed_before"):
         if existed:
             state[key] = old
@@ -270,15 +272,20 @@ _KEYS_A_STATEMENT = 100
 
 
 def _undo_by_key(state: dict[str, Any], later: QuerySet[StateChange]) -> None:
-    """`_undo`, each key's first later change read off an index on its own (`change_key_order`,
-    `change_key_history`; a statement per 100 keys) instead of grouping every later change: an
-    early event of a busy app has millions after it (4 s at 10 million events). No change removes
-    a key, so every key changed later is a key of the state now."""
+    """`_undo`, each key's first later change read off an index on its own (`first_change`, a
+    statement per 100 keys) instead of grouping every later change: an early event of a busy app
+    has millions after it (4 s at 10 million events). No change removes a key, so every key
+    changed later is a key of the state now."""
     keys = list(state)
     for start in range(0, len(keys), _KEYS_A_STATEMENT):
-        firsts = [Q(id=Subquery(later.filter(key=key).order_by("id").values("id")[:1]))
-                  for key in keys[start:start + _KEYS_A_STATEMENT]]
-        _undo(state, StateChange.objects.filter(reduce(operator.or_, firsts)), first_of_each=True)
+        firsts = [Q(id=Subquery(first_change(later, key))) for key in keys[start:start + _KEYS_A_STATEMENT]]
+        _set_back(state, StateChange.objects.filter(reduce(operator.or_, firsts)))
+
+
+def first_change(changes: QuerySet[StateChange], key: str) -> QuerySet[StateChange]:
+    """The id of the first of `changes` to `key`: off `change_key_order` for an `app:` key, off
+    `change_key_history` for a `user:` key of one user, both in change order (no sort)."""
+    return changes.filter(key=key).order_by("id").values("id")[:1]
 
 
 _SCOPE_RANK = {scope: rank for rank, scope in enumerate(SCOPE_ORDER)}

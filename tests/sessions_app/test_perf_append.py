@@ -167,8 +167,8 @@ def test_a_keys_changes_in_order_are_read_off_an_index_without_a_sort(service):
     app_key = selectors.key_history(app=app, full_key="app:y")[:51]
     user_key = selectors.key_history(app=app, full_key="user:x", user_id="u")[:51]
     later = StateChange.objects.filter(app=app, id__gt=0).exclude(session=row, seq=1)
-    first_app = later.filter(scope="app", key="y").order_by("id").values("id")[:1]
-    first_user = later.filter(scope="user", user_id="u", key="x").order_by("id").values("id")[:1]
+    first_app = selectors.first_change(later.filter(scope="app"), "y")
+    first_user = selectors.first_change(later.filter(scope="user", user_id="u"), "x")
     # A `user:` key's: on a table this small PostgreSQL may read it off either index, so only the
     # order (no sort) is held there; with `id` left out of `change_key_history` it sorted.
     either = ("change_key_history", "change_key_order")
